@@ -1,0 +1,255 @@
+#include "amp/grad_scaler.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+#include <torch/utils.h>
+
+#include "amp/device_caps.h"
+
+namespace amp {
+namespace {
+
+// Python's _MultiDeviceReplicator: one copy of a small tensor per device, made on first request.
+class PerDevice {
+ public:
+  explicit PerDevice(torch::Tensor master) : master_(std::move(master)) {}
+  torch::Tensor& get(const torch::Device& device) {
+    for (auto& [dev, t] : copies_)
+      if (dev == device) return t;
+    copies_.emplace_back(device, master_.to(device, /*non_blocking=*/true, /*copy=*/true));
+    return copies_.back().second;
+  }
+  std::vector<std::pair<torch::Device, torch::Tensor>> take() { return std::move(copies_); }
+
+ private:
+  torch::Tensor master_;
+  std::vector<std::pair<torch::Device, torch::Tensor>> copies_;
+};
+
+// Grads grouped by device, then dtype, each in order of first appearance (as Python's nested dicts).
+using GradGroups = std::vector<std::pair<torch::Device, std::vector<std::pair<torch::ScalarType, std::vector<torch::Tensor>>>>>;
+
+void add_grad(GradGroups& groups, const torch::Tensor& grad) {
+  auto dev_it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == grad.device(); });
+  if (dev_it == groups.end()) {
+    groups.push_back({grad.device(), {}});
+    dev_it = std::prev(groups.end());
+  }
+  auto& by_dtype = dev_it->second;
+  auto dt_it = std::find_if(by_dtype.begin(), by_dtype.end(), [&](const auto& g) { return g.first == grad.scalar_type(); });
+  if (dt_it == by_dtype.end()) {
+    by_dtype.push_back({grad.scalar_type(), {}});
+    dt_it = std::prev(by_dtype.end());
+  }
+  dt_it->second.push_back(grad);
+}
+
+}  // namespace
+
+GradScaler::GradScaler(torch::Device device, GradScalerOptions options)
+    : device_(device),
+      enabled_(options.enabled),
+      init_scale_(options.init_scale),
+      growth_factor_(options.growth_factor),
+      backoff_factor_(options.backoff_factor),
+      growth_interval_(options.growth_interval) {
+  if (!enabled_) return;
+  // Python warns and disables itself here; a lab asking for CUDA on a CPU machine should hear about it.
+  if (device_.is_cuda() && !cuda_available())
+    throw GradScalerError("amp::GradScaler: CUDA requested, but no CUDA device is available");
+  if (growth_factor_ <= 1.0) throw GradScalerError("The growth factor must be > 1.0.");
+  if (backoff_factor_ >= 1.0) throw GradScalerError("The backoff factor must be < 1.0.");
+}
+
+void GradScaler::lazy_init(torch::Device device) {
+  auto f32 = torch::TensorOptions().dtype(torch::kFloat32).device(device);
+  scale_ = torch::full({}, init_scale_, f32);
+  growth_tracker_ = torch::full({}, init_growth_tracker_, f32.dtype(torch::kInt32));
+}
+
+void GradScaler::require_scale(const char* funcname) const {
+  if (!scale_.defined())
+    throw GradScalerError(std::string("Attempted ") + funcname +
+                          " but _scale is None.  This may indicate your script did not use "
+                          "scaler.scale(loss or outputs) earlier in the iteration.");
+}
+
+GradScaler::OptimizerState& GradScaler::state_of(const torch::optim::Optimizer& optimizer) {
+  for (auto& [opt, state] : per_optimizer_)
+    if (opt == &optimizer) return state;
+  per_optimizer_.emplace_back(&optimizer, OptimizerState{});
+  return per_optimizer_.back().second;
+}
+
+torch::Tensor GradScaler::scale(const torch::Tensor& outputs) {
+  if (!enabled_) return outputs;
+  if (!scale_.defined()) lazy_init(outputs.device());
+  return outputs * scale_.to(outputs.device(), /*non_blocking=*/true);
+}
+
+std::vector<torch::Tensor> GradScaler::scale(const std::vector<torch::Tensor>& outputs) {
+  if (!enabled_) return outputs;
+  std::vector<torch::Tensor> scaled;
+  scaled.reserve(outputs.size());
+  std::optional<PerDevice> stash;  // one copy of the scale per device, shared by all outputs
+  for (const auto& out : outputs) {
+    if (!stash) {
+      if (!scale_.defined()) lazy_init(out.device());
+      stash.emplace(scale_);
+    }
+    scaled.push_back(out * stash->get(out.device()));
+  }
+  return scaled;
+}
+
+void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
+  if (!enabled_) return;
+  require_scale("unscale_");
+  OptimizerState& state = state_of(optimizer);
+  if (state.stage == Stage::Unscaled)
+    throw GradScalerError("unscale_() has already been called on this optimizer since the last update().");
+  if (state.stage == Stage::Stepped) throw GradScalerError("unscale_() is being called after step().");
+
+  // The reciprocal in float64, then float32: exactly what Python does, so 1/scale rounds the same way.
+  torch::Tensor inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
+  torch::Tensor found_inf = torch::full({}, 0.0, scale_.options().dtype(torch::kFloat32));
+  PerDevice per_device_inv_scale(inv_scale);
+  PerDevice per_device_found_inf(found_inf);
+
+  torch::NoGradGuard no_grad;
+  GradGroups groups;
+  for (auto& group : optimizer.param_groups()) {
+    for (auto& param : group.params()) {
+      if (!param.grad().defined()) continue;
+      torch::Tensor& grad = param.mutable_grad();
+      if (grad.scalar_type() == torch::kHalf) throw GradScalerError("Attempting to unscale FP16 gradients.");
+      add_grad(groups, grad.is_sparse() ? grad._values() : grad);
+    }
+  }
+  for (auto& [device, by_dtype] : groups) {
+    for (auto& [dtype, grads] : by_dtype) {
+      // One fused kernel per (device, dtype): multiply by inv_scale and flag any inf/NaN.
+      at::_amp_foreach_non_finite_check_and_unscale_(grads, per_device_found_inf.get(device),
+                                                     per_device_inv_scale.get(device));
+    }
+  }
+  state.found_inf_per_device = per_device_found_inf.take();
+  state.stage = Stage::Unscaled;
+}
+
+bool GradScaler::step(torch::optim::Optimizer& optimizer) {
+  if (!enabled_) {
+    optimizer.step();
+    return true;
+  }
+  require_scale("step");
+  if (state_of(optimizer).stage == Stage::Stepped)
+    throw GradScalerError("step() has already been called since the last update().");
+  if (state_of(optimizer).stage == Stage::Ready) unscale_(optimizer);
+  OptimizerState& state = state_of(optimizer);
+  if (state.found_inf_per_device.empty()) throw GradScalerError("No inf checks were recorded for this optimizer.");
+
+  // Sum the per-device flags on one device so the decision costs a single host sync.
+  torch::Tensor found = state.found_inf_per_device.front().second;
+  for (size_t i = 1; i < state.found_inf_per_device.size(); ++i)
+    found = found + state.found_inf_per_device[i].second.to(found.device(), /*non_blocking=*/true);
+  ++host_syncs_;
+  const bool stepped = found.item<float>() == 0.0f;
+  if (stepped) optimizer.step();
+  state.stage = Stage::Stepped;
+  return stepped;
+}
+
+void GradScaler::update(std::optional<double> new_scale) {
+  if (!enabled_) return;
+  require_scale("update");
+  if (new_scale) {
+    scale_.fill_(*new_scale);
+  } else {
+    std::vector<torch::Tensor> found_infs;
+    for (auto& [opt, state] : per_optimizer_)
+      for (auto& [dev, found_inf] : state.found_inf_per_device)
+        found_infs.push_back(found_inf.to(scale_.device(), /*non_blocking=*/true));
+    if (found_infs.empty()) throw GradScalerError("No inf checks were recorded prior to update.");
+    torch::Tensor combined = found_infs.front();
+    for (size_t i = 1; i < found_infs.size(); ++i) combined += found_infs[i];
+    // The fused kernel decides on the device: no host sync.
+    at::_amp_update_scale_(scale_, growth_tracker_, combined, growth_factor_, backoff_factor_, growth_interval_);
+  }
+  per_optimizer_.clear();
+}
+
+double GradScaler::get_scale() const {
+  if (!enabled_) return 1.0;
+  if (!scale_.defined()) return init_scale_;
+  ++host_syncs_;
+  return scale_.item<float>();
+}
+
+int64_t GradScaler::growth_tracker_value() const {
+  if (!growth_tracker_.defined()) return init_growth_tracker_;
+  ++host_syncs_;
+  return growth_tracker_.item<int32_t>();
+}
+
+GradScalerState GradScaler::state_dict() const {
+  if (!enabled_) return GradScalerState{.empty = true};
+  return GradScalerState{get_scale(), growth_factor_, backoff_factor_, growth_interval_, growth_tracker_value(), false};
+}
+
+void GradScaler::load_state_dict(const GradScalerState& state) {
+  if (!enabled_) return;
+  if (state.empty)
+    throw GradScalerError("The source state dict is empty, possibly because it was saved from a disabled "
+                          "instance of GradScaler.");
+  init_scale_ = state.scale;
+  if (scale_.defined()) scale_.fill_(state.scale);
+  growth_factor_ = state.growth_factor;
+  backoff_factor_ = state.backoff_factor;
+  growth_interval_ = state.growth_interval;
+  init_growth_tracker_ = state.growth_tracker;
+  if (growth_tracker_.defined()) growth_tracker_.fill_(state.growth_tracker);
+}
+
+void GradScaler::save(torch::serialize::OutputArchive& archive) const {
+  const GradScalerState s = state_dict();
+  archive.write("empty", c10::IValue(s.empty));
+  archive.write("scale", c10::IValue(s.scale));
+  archive.write("growth_factor", c10::IValue(s.growth_factor));
+  archive.write("backoff_factor", c10::IValue(s.backoff_factor));
+  archive.write("growth_interval", c10::IValue(s.growth_interval));
+  archive.write("_growth_tracker", c10::IValue(s.growth_tracker));
+}
+
+void GradScaler::load(torch::serialize::InputArchive& archive) {
+  c10::IValue v;
+  GradScalerState s;
+  archive.read("empty", v);
+  s.empty = v.toBool();
+  archive.read("scale", v);
+  s.scale = v.toDouble();
+  archive.read("growth_factor", v);
+  s.growth_factor = v.toDouble();
+  archive.read("backoff_factor", v);
+  s.backoff_factor = v.toDouble();
+  archive.read("growth_interval", v);
+  s.growth_interval = v.toInt();
+  archive.read("_growth_tracker", v);
+  s.growth_tracker = v.toInt();
+  load_state_dict(s);
+}
+
+torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive, const GradScaler& scaler) {
+  scaler.save(archive);
+  return archive;
+}
+
+torch::serialize::InputArchive& operator>>(torch::serialize::InputArchive& archive, GradScaler& scaler) {
+  scaler.load(archive);
+  return archive;
+}
+
+}  // namespace amp

@@ -1,0 +1,36 @@
+// Command-line pieces shared by every lab executable and by the amp-lab runner.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include <cxxopts.hpp>
+
+#include "lab/context.h"
+
+namespace lab {
+
+// Bad input from the user: printed as one line, exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum ExitCode : int { kExitPass = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitLabError = 3 };
+
+// --device auto|cpu|cuda, --dtype fp16|bf16, --seed N, --quick
+void add_context_options(cxxopts::Options& options);
+// `notice` receives what "auto" decided ("auto: no CUDA device, using the CPU"), to be printed.
+Context context_from(const cxxopts::ParseResult& args, std::string* notice = nullptr);
+
+torch::Device resolve_device(const std::string& name, std::string* notice = nullptr);
+// nullopt: the device's default (CPU bf16, CUDA fp16), as torch.autocast picks.
+torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::Device device);
+
+// One line from any exception, without LibTorch's C++ backtrace.
+std::string one_line(const std::exception& e);
+
+// main() of a single-lab executable: runs the one lab linked into it.
+int lab_main(int argc, char** argv);
+
+}  // namespace lab

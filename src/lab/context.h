@@ -1,0 +1,27 @@
+// What every lab is given: where to run, which 16-bit type to use, the seed, and how hard to try.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/types.h>
+
+namespace lab {
+
+struct Context {
+  torch::Device device = torch::kCPU;
+  torch::ScalarType dtype = torch::kBFloat16;  // the 16-bit type, for labs where one applies
+  uint64_t seed = 0;
+  bool quick = false;  // tests: smallest sizes that still show the effect, about a second on a CPU
+
+  bool cuda() const { return device.is_cuda(); }
+  // Pick a size: `cpu` on the CPU, `cuda` on a GPU, `quick` in quick mode (quick wins).
+  int64_t size(int64_t cpu, int64_t cuda, int64_t quick_size) const {
+    return quick ? quick_size : (device.is_cuda() ? cuda : cpu);
+  }
+};
+
+// "fp16", "bf16", "fp32", "fp64": the short names the labs print.
+std::string short_name(torch::ScalarType dtype);
+
+}  // namespace lab

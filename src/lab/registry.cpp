@@ -1,0 +1,60 @@
+#include "lab/registry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include <torch/utils.h>
+
+namespace lab {
+namespace {
+
+std::vector<LabInfo>& mutable_labs() {
+  static std::vector<LabInfo> all;  // function-local: safe from static-initialisation order
+  return all;
+}
+
+// "/home/x/amp-lab/labs/01_master_weights.cpp" -> "labs/01_master_weights.cpp"
+std::string relative_source(const std::string& file) {
+  const auto pos = file.rfind("labs/");
+  return pos == std::string::npos ? file : file.substr(pos);
+}
+
+std::string executable_name(const std::string& source) {
+  auto slash = source.rfind('/');
+  std::string stem = source.substr(slash == std::string::npos ? 0 : slash + 1);
+  stem = stem.substr(0, stem.rfind('.'));
+  return "lab" + stem;
+}
+
+}  // namespace
+
+Registrar::Registrar(std::string id, int question, std::string title, const char* file, LabFn fn) {
+  auto& all = mutable_labs();
+  std::string source = relative_source(file);
+  all.push_back({std::move(id), question, std::move(title), source, executable_name(source), fn});
+  std::stable_sort(all.begin(), all.end(), [](const LabInfo& a, const LabInfo& b) { return a.question < b.question; });
+}
+
+const std::vector<LabInfo>& labs() { return mutable_labs(); }
+
+const LabInfo* find_lab(std::string_view name) {
+  for (const auto& info : labs())
+    if (info.id == name || info.executable == name || std::to_string(info.question) == name ||
+        info.executable == "lab" + std::string(name))
+      return &info;
+  return nullptr;
+}
+
+Report run_lab(const LabInfo& info, const Context& ctx) {
+  torch::manual_seed(ctx.seed);
+  const auto start = std::chrono::steady_clock::now();
+  Report report = info.fn(ctx);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.set_header("Q" + std::to_string(info.question) + " · " + info.source + " · device " + ctx.device.str() +
+                    " · seed " + std::to_string(ctx.seed) + (ctx.quick ? " · quick mode" : ""));
+  report.set_elapsed(elapsed);
+  return report;
+}
+
+}  // namespace lab

@@ -1,0 +1,112 @@
+// A lab's report: named observations with units, tables, small charts, notes and checks, kept in the
+// order the lab adds them. It renders as text for people and as JSON for machines.
+#pragma once
+
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lab {
+
+struct Observation {
+  std::string key;    // stable name, used by quiz.yaml placeholders: {lost_share}
+  std::string label;  // what a person reads
+  double value = 0;
+  std::string unit;   // "%", "ms", "x", "" ...
+  std::string text;   // the value as printed, unit included
+};
+
+// A claim, the measured evidence for it, and whether the evidence supports it.
+struct Check {
+  std::string claim;
+  std::string evidence;
+  bool passed = false;
+};
+
+class Table {
+ public:
+  Table(std::string title, std::vector<std::string> columns);
+  Table& row(std::vector<std::string> cells);
+  const std::string& title() const { return title_; }
+  const std::vector<std::string>& columns() const { return columns_; }
+  const std::vector<std::vector<std::string>>& rows() const { return rows_; }
+
+ private:
+  std::string title_;
+  std::vector<std::string> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Pre-rendered terminal lines plus the numbers behind them (for JSON).
+struct Chart {
+  std::string title;
+  std::vector<std::string> lines;
+  nlohmann::json data;
+};
+
+struct RenderOptions {
+  bool color = false;
+};
+
+class Report {
+ public:
+  Report(std::string lab_id, std::string title);
+
+  void section(std::string heading);
+  void note(std::string text);
+  // `text` defaults to the value with 4 significant digits followed by the unit.
+  const Observation& observe(std::string key, std::string label, double value, std::string unit = "",
+                             std::string text = "");
+  Table& table(std::string title, std::vector<std::string> columns);
+  void chart(Chart chart);
+  // Records and returns `passed`.
+  bool check(std::string claim, bool passed, std::string evidence);
+
+  const std::string& id() const { return id_; }
+  const std::string& title() const { return title_; }
+  bool passed() const;
+  int checks_passed() const;
+  const std::vector<Check>& checks() const { return checks_; }
+  const std::vector<Observation>& observations() const { return observations_; }
+  const Observation* find(std::string_view key) const;
+  double value(std::string_view key) const;  // throws std::out_of_range for an unknown key
+
+  // Filled in by the framework: the context line and the run time.
+  void set_header(std::string header) { header_ = std::move(header); }
+  void set_elapsed(double seconds) { elapsed_s_ = seconds; }
+  double elapsed() const { return elapsed_s_; }
+
+  std::string render_text(const RenderOptions& options = {}) const;
+  nlohmann::json to_json() const;
+
+ private:
+  struct Heading { std::string text; };
+  struct Note { std::string text; };
+  struct ObsRef { size_t index; };
+  struct TableRef { size_t index; };
+  struct ChartRef { size_t index; };
+  struct CheckRef { size_t index; };
+  using Block = std::variant<Heading, Note, ObsRef, TableRef, ChartRef, CheckRef>;
+
+  std::string id_;
+  std::string title_;
+  std::string header_;
+  double elapsed_s_ = 0;
+  std::vector<Block> blocks_;
+  std::vector<Observation> observations_;
+  std::deque<Table> tables_;  // deque: references handed out by table() stay valid
+  std::vector<Chart> charts_;
+  std::vector<Check> checks_;
+};
+
+// Number formatting shared by labs: "12.5%", "3.05e-05", "1.8x".
+std::string percent(double share, int decimals = 1);  // share in [0,1] -> "12.5%"
+std::string sci(double value, int digits = 3);        // "3.05e-05"
+std::string num(double value, int digits = 4);        // {:.4g}
+
+}  // namespace lab

@@ -1,0 +1,65 @@
+#include "lab/text.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "lab/report.h"
+
+// The fmt headers must be the ones of the libfmt we link (cmake/AmpLabFmt.cmake explains the trap).
+static_assert(FMT_VERSION == AMP_LAB_FMT_VERSION, "fmt headers do not match the linked libfmt");
+
+namespace lab {
+
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;  // count bytes that start a UTF-8 sequence
+  return n;
+}
+
+std::string pad_right(const std::string& s, size_t width) {
+  size_t w = display_width(s);
+  return w >= width ? s : s + std::string(width - w, ' ');
+}
+
+std::string pad_left(const std::string& s, size_t width) {
+  size_t w = display_width(s);
+  return w >= width ? s : std::string(width - w, ' ') + s;
+}
+
+std::vector<std::string> format_table(const std::vector<std::string>& columns,
+                                      const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(columns.size(), 0);
+  for (size_t i = 0; i < columns.size(); ++i) width[i] = display_width(columns[i]);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (i) out += "  ";
+      out += i == 0 ? pad_right(cells[i], width[i]) : pad_left(cells[i], width[i]);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+  };
+  std::vector<std::string> out{line(columns)};
+  size_t total = 0;
+  for (size_t w : width) total += w;
+  out.push_back(std::string(total + 2 * (width.size() - 1), '-'));
+  for (const auto& row : rows) out.push_back(line(row));
+  return out;
+}
+
+bool want_color(bool no_color_flag) {
+  if (no_color_flag) return false;
+  if (const char* nc = std::getenv("NO_COLOR"); nc && *nc) return false;
+  return isatty(STDOUT_FILENO) != 0;
+}
+
+std::string percent(double share, int decimals) { return fmt::format("{:.{}f}%", share * 100.0, decimals); }
+std::string sci(double value, int digits) { return fmt::format("{:.{}e}", value, std::max(0, digits - 1)); }
+std::string num(double value, int digits) { return fmt::format("{:.{}g}", value, digits); }
+
+}  // namespace lab

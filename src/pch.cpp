@@ -1,0 +1,2 @@
+// Gives the precompiled-header target a translation unit of its own.
+#include "pch.h"
