@@ -17,7 +17,8 @@ void add_context_options(cxxopts::Options& options) {
       ("device", "auto, cpu or cuda (auto picks CUDA when present)", cxxopts::value<std::string>()->default_value("auto"))
       ("dtype", "16-bit type: fp16 or bf16 (default: bf16 on CPU, fp16 on CUDA)", cxxopts::value<std::string>())
       ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
-      ("quick", "smallest sizes that still show the effect (for tests)");
+      ("quick", "smallest sizes that still show the effect (for tests)")
+      ("flip", "remove the cause of the effect; the lab's checks should then fail");
 }
 
 torch::Device resolve_device(const std::string& name, std::string* notice) {
@@ -55,6 +56,7 @@ Context context_from(const cxxopts::ParseResult& args, std::string* notice) {
   ctx.dtype = resolve_dtype(args.count("dtype") ? std::optional(args["dtype"].as<std::string>()) : std::nullopt, ctx.device);
   ctx.seed = args["seed"].as<uint64_t>();
   ctx.quick = args.count("quick") > 0;
+  ctx.flip = args.count("flip") > 0;
   return ctx;
 }
 

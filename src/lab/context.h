@@ -13,6 +13,9 @@ struct Context {
   torch::ScalarType dtype = torch::kBFloat16;  // the 16-bit type, for labs where one applies
   uint64_t seed = 0;
   bool quick = false;  // tests: smallest sizes that still show the effect, about a second on a CPU
+  // Counterfactual: remove the cause of the lab's effect (say, keep fp32 where the lab stores fp16).
+  // The lab's checks should then fail; tests run it to prove the checks can fail.
+  bool flip = false;
 
   bool cuda() const { return device.is_cuda(); }
   // Pick a size: `cpu` on the CPU, `cuda` on a GPU, `quick` in quick mode (quick wins).

@@ -52,7 +52,8 @@ Report run_lab(const LabInfo& info, const Context& ctx) {
   Report report = info.fn(ctx);
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   report.set_header("Q" + std::to_string(info.question) + " · " + info.source + " · device " + ctx.device.str() +
-                    " · seed " + std::to_string(ctx.seed) + (ctx.quick ? " · quick mode" : ""));
+                    " · seed " + std::to_string(ctx.seed) + (ctx.quick ? " · quick mode" : "") +
+                    (ctx.flip ? " · FLIPPED: cause removed, checks expected to fail" : ""));
   report.set_elapsed(elapsed);
   return report;
 }
