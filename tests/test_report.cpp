@@ -16,7 +16,7 @@ lab::Report tiny_lab(const lab::Context& ctx) {
   r.check("a random draw lies in [0, 1)", true, "by construction");
   return r;
 }
-AMP_LAB_REGISTER("tiny", /*question=*/9, "A tiny lab", tiny_lab);
+AMP_LAB_REGISTER("tiny", /*question=*/9, "A tiny lab", tiny_lab, /*provides=*/{"draw"});
 
 }  // namespace
 
@@ -84,6 +84,8 @@ TEST_CASE("the registry finds a lab by id, by question number and runs it seeded
   REQUIRE(info != nullptr);
   CHECK(lab::find_lab("9") == info);
   CHECK(lab::find_lab("no-such-lab") == nullptr);
+  CHECK(info->provides == std::vector<std::string>{"draw"});
+  CHECK(info->source == "tests/test_report.cpp");
   lab::Context ctx;
   ctx.seed = 7;
   const auto a = lab::run_lab(*info, ctx);

@@ -16,8 +16,8 @@ std::vector<LabInfo>& mutable_labs() {
 
 // "/home/x/amp-lab/labs/01_master_weights.cpp" -> "labs/01_master_weights.cpp"
 std::string relative_source(const std::string& file) {
-  const auto pos = file.rfind("labs/");
-  return pos == std::string::npos ? file : file.substr(pos);
+  const std::string root = AMP_LAB_SOURCE_DIR "/";
+  return file.rfind(root, 0) == 0 ? file.substr(root.size()) : file;
 }
 
 std::string executable_name(const std::string& source) {
@@ -29,10 +29,11 @@ std::string executable_name(const std::string& source) {
 
 }  // namespace
 
-Registrar::Registrar(std::string id, int question, std::string title, const char* file, LabFn fn) {
+Registrar::Registrar(std::string id, int question, std::string title, const char* file, LabFn fn,
+                     std::vector<std::string> provides) {
   auto& all = mutable_labs();
   std::string source = relative_source(file);
-  all.push_back({std::move(id), question, std::move(title), source, executable_name(source), fn});
+  all.push_back({std::move(id), question, std::move(title), source, executable_name(source), fn, std::move(provides)});
   std::stable_sort(all.begin(), all.end(), [](const LabInfo& a, const LabInfo& b) { return a.question < b.question; });
 }
 

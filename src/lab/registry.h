@@ -1,7 +1,10 @@
 // The list of labs. A lab file registers itself with one line:
 //
-//   AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates", run);
+//   AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates", run,
+//                    /*provides=*/{"lost_share_16bit", "final_loss_ratio"});
 //
+// `provides` names the observations the quiz may cite; quiz.yaml is checked against it on load, and a
+// test runs every lab to make sure each promised observation is really reported.
 // and labs/CMakeLists.txt gets one `amp_lab_add_lab(01_master_weights)` line.
 #pragma once
 
@@ -23,6 +26,7 @@ struct LabInfo {
   std::string source;      // "labs/01_master_weights.cpp"
   std::string executable;  // "lab01_master_weights"
   LabFn fn = nullptr;
+  std::vector<std::string> provides;  // observation keys the quiz may cite
 };
 
 // Every registered lab, ordered by question number.
@@ -31,7 +35,8 @@ const std::vector<LabInfo>& labs();
 const LabInfo* find_lab(std::string_view name);
 
 struct Registrar {
-  Registrar(std::string id, int question, std::string title, const char* file, LabFn fn);
+  Registrar(std::string id, int question, std::string title, const char* file, LabFn fn,
+            std::vector<std::string> provides = {});
 };
 
 // Runs a lab: seeds torch, fills the report header (device, seed, mode) and the elapsed time.
@@ -41,5 +46,7 @@ Report run_lab(const LabInfo& info, const Context& ctx);
 
 #define AMP_LAB_CONCAT_(a, b) a##b
 #define AMP_LAB_CONCAT(a, b) AMP_LAB_CONCAT_(a, b)
-#define AMP_LAB_REGISTER(id, question, title, fn) \
-  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__){id, question, title, __FILE__, fn}
+#define AMP_LAB_REGISTER(id, question, title, fn, ...)                                     \
+  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__) {            \
+    id, question, title, __FILE__, fn __VA_OPT__(, std::vector<std::string> __VA_ARGS__) \
+  }
