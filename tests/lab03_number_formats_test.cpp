@@ -1,0 +1,79 @@
+// Lab 03 (number-formats): bf16 has fp32's range in 16 bits; fp16 has more mantissa bits.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "lab/registry.h"
+
+namespace {
+
+lab::Report run_quick(torch::ScalarType dtype, bool flip) {
+  const lab::LabInfo* info = lab::find_lab("number-formats");
+  REQUIRE(info != nullptr);
+  lab::Context ctx;
+  ctx.quick = true;
+  ctx.dtype = dtype;
+  ctx.flip = flip;
+  return lab::run_lab(*info, ctx);
+}
+
+const lab::Check* find_check(const lab::Report& r, const std::string& start) {
+  for (const auto& c : r.checks())
+    if (c.claim.rfind(start, 0) == 0) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the number-formats lab is registered for question 3") {
+  const lab::LabInfo* info = lab::find_lab("3");
+  REQUIRE(info != nullptr);
+  CHECK(info->id == "number-formats");
+}
+
+TEST_CASE("bf16 reaches fp32's range while fp16 stops at 65504, whatever --dtype says") {
+  for (auto dtype : {torch::kHalf, torch::kBFloat16}) {
+    const auto r = run_quick(dtype, /*flip=*/false);
+    CHECK(r.passed());
+    CHECK(r.checks().size() == 5);
+    CHECK(r.value("fp16_max") == doctest::Approx(65504));
+    CHECK(r.value("bf16_max") == doctest::Approx(3.3895e38).epsilon(1e-3));
+    CHECK(r.value("bf16_min_normal") == doctest::Approx(std::ldexp(1.0, -126)));
+    CHECK(r.value("fp16_min_subnormal") == doctest::Approx(std::ldexp(1.0, -24)));
+    CHECK(r.value("fp16_mantissa_bits") == 10);
+    CHECK(r.value("bf16_mantissa_bits") == 7);
+    CHECK(r.value("bf16_epsilon") == doctest::Approx(std::ldexp(1.0, -7)));
+  }
+}
+
+TEST_CASE("round-trips through tensor casts keep 70000 and 1e-8 in bf16 and 1 + 2^-8 in fp16") {
+  const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
+  CHECK(r.value("big_as_bf16") == doctest::Approx(70144));  // the nearest bf16 to 70000
+  CHECK(r.value("tiny_as_bf16") == doctest::Approx(1e-8).epsilon(0.01));
+  CHECK(r.value("one_plus_as_fp16") == doctest::Approx(1.0 + 1.0 / 256));
+}
+
+TEST_CASE("with --flip (fp16 in bf16's place) the range and round-trip checks fail") {
+  const auto r = run_quick(torch::kBFloat16, /*flip=*/true);
+  CHECK_FALSE(r.passed());
+  for (const char* claim : {"bf16's max and smallest normal", "70000 overflows", "1e-8 underflows", "1 + 2^-8 is lost"}) {
+    const lab::Check* c = find_check(r, claim);
+    REQUIRE(c != nullptr);
+    CHECK_FALSE(c->passed);
+  }
+  // Both formats still have 16 bits: that check does not depend on the exponent width.
+  const lab::Check* bits = find_check(r, "both 16-bit formats use 16 bits");
+  REQUIRE(bits != nullptr);
+  CHECK(bits->passed);
+}
+
+TEST_CASE("every observation the lab promises to the quiz is reported") {
+  const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
+  const lab::LabInfo* info = lab::find_lab("number-formats");
+  REQUIRE(info != nullptr);
+  REQUIRE_FALSE(info->provides.empty());
+  for (const auto& key : info->provides) CHECK_MESSAGE(r.find(key) != nullptr, key);
+}
