@@ -170,7 +170,7 @@ lab::Report run(const lab::Context& ctx) {
   }
   const double exact = static_cast<double>(steps) * term.item<double>();
   const double sum16 = s16.item<double>(), sum32 = s32.item<double>();
-  r.observe("stall_sum_fp16", "fp16 sum after " + std::to_string(steps) + " adds (stuck since ~add " +
+  r.observe("stall_sum_fp16", "fp16 sum after " + std::to_string(steps) + " adds (last moved by add " +
             std::to_string(last_change) + ")", sum16);
   r.observe("stall_sum_fp32", lab::short_name(acc_b) + " sum of the same terms (exact " + lab::num(exact, 7) + ")", sum32,
             "", lab::num(sum32, 7));
