@@ -42,7 +42,7 @@ float parse_value(const std::string& s) {
 std::optional<nlohmann::json> python_trace() {
   const std::string python = AMP_LAB_PYTHON;
   if (python.empty() || std::system(("\"" + python + "\" -c 'import torch' 2>/dev/null").c_str()) != 0) {
-    std::cout << "PARITY SKIPPED: no Python with torch at '" << python
+    std::cout << "SKIPPED: no Python with torch at '" << python
               << "' (scripts/setup provides one); the C++ side was not compared\n";
     return std::nullopt;
   }

@@ -68,13 +68,8 @@ std::string one_line(const std::exception& e) {
   return nl == std::string::npos ? msg : msg.substr(0, nl);
 }
 
-int lab_main(int argc, char** argv) {
-  if (labs().size() != 1) {
-    std::fprintf(stderr, "error: this executable should hold exactly one lab, it holds %zu\n", labs().size());
-    return kExitLabError;
-  }
-  const LabInfo& info = labs().front();
-  cxxopts::Options options(info.executable, info.title + " (quiz question " + std::to_string(info.question) + ")");
+int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::string& program) {
+  cxxopts::Options options(program, info.title + " (quiz question " + std::to_string(info.question) + ")");
   add_context_options(options);
   options.add_options()
       ("json", "print the report as JSON")
@@ -94,7 +89,7 @@ int lab_main(int argc, char** argv) {
     json = args.count("json") > 0;
     no_color = args.count("no-color") > 0;
   } catch (const std::exception& e) {  // cxxopts' parse errors and our UsageError alike
-    std::fprintf(stderr, "%s: %s\n", info.executable.c_str(), one_line(e).c_str());
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), one_line(e).c_str());
     return kExitUsage;
   }
   try {
@@ -104,9 +99,17 @@ int lab_main(int argc, char** argv) {
     else std::cout << report.render_text({want_color(no_color)});
     return report.passed() ? kExitPass : kExitCheckFailed;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: lab failed: %s\n", info.executable.c_str(), one_line(e).c_str());
+    std::fprintf(stderr, "%s: lab failed: %s\n", program.c_str(), one_line(e).c_str());
     return kExitLabError;
   }
+}
+
+int lab_main(int argc, char** argv) {
+  if (labs().size() != 1) {
+    std::fprintf(stderr, "error: this executable should hold exactly one lab, it holds %zu\n", labs().size());
+    return kExitLabError;
+  }
+  return lab_cli(labs().front(), argc, argv, labs().front().executable);
 }
 
 }  // namespace lab

@@ -11,6 +11,8 @@
 
 namespace lab {
 
+struct LabInfo;
+
 // Bad input from the user: printed as one line, exit code 2.
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -30,6 +32,9 @@ torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::D
 // One line from any exception, without LibTorch's C++ backtrace.
 std::string one_line(const std::exception& e);
 
+// The command line of one lab: parses the flags, runs it, prints text or JSON; returns an ExitCode.
+// `program` names it in messages ("lab01_master_weights", "amp-lab run master-weights").
+int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::string& program);
 // main() of a single-lab executable: runs the one lab linked into it.
 int lab_main(int argc, char** argv);
 

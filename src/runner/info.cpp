@@ -1,0 +1,77 @@
+#include "runner/info.h"
+
+#include <fstream>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
+#include <fmt/format.h>
+#include <torch/version.h>
+
+#include "amp/device_caps.h"
+
+namespace runner {
+namespace {
+
+std::set<std::string> cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      return {std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    }
+  }
+  return {};
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+// A value from LibTorch's build summary: "CPU capability usage: AVX2", "USE_CUDA=0, ".
+std::string build_setting(const std::string& key, const std::string& terminators) {
+  static const std::string config = at::show_config();
+  const auto pos = config.find(key);
+  if (pos == std::string::npos) return "unknown";
+  const auto end = config.find_first_of(terminators, pos + key.size());
+  return config.substr(pos + key.size(), end - pos - key.size());
+}
+
+}  // namespace
+
+void print_info(std::ostream& out) {
+  const std::string use_cuda = build_setting("USE_CUDA=", ",\n");
+  out << fmt::format("LibTorch        {} ({} build), {} intra-op threads\n", TORCH_VERSION,
+                     use_cuda == "0" || use_cuda == "OFF" ? "CPU-only" : "CUDA", at::get_num_threads());
+  out << fmt::format("CPU             {} · LibTorch kernels use {}\n", cpu_model(),
+                     build_setting("CPU capability usage: ", "\n"));
+  const auto flags = cpu_flags();
+  const std::pair<const char*, const char*> features[] = {
+      {"avx512_bf16", "bf16 dot products (AVX-512 BF16)"},
+      {"amx_bf16", "bf16 matrix tiles (AMX)"},
+      {"amx_fp16", "fp16 matrix tiles (AMX-FP16)"},
+      {"avx512_fp16", "fp16 arithmetic (AVX-512 FP16)"},
+      {"f16c", "fp16 <-> fp32 conversion (F16C)"},
+      {"avx512f", "AVX-512"},
+      {"avx2", "AVX2"}};
+  for (const auto& [flag, what] : features)
+    out << fmt::format("  {:<12}  {:<3}  {}\n", flag, flags.count(flag) ? "yes" : "no", what);
+  if (!flags.count("avx512_bf16") && !flags.count("amx_bf16"))
+    out << "  -> no native bf16 arithmetic: 16-bit matmuls on this CPU are emulated and may be slower than fp32\n";
+  if (amp::cuda_available()) {
+    const int cc = amp::cuda_compute_capability();
+    out << fmt::format("CUDA            {} · compute capability {}.{} · bf16 {}\n", amp::cuda_device_name(), cc / 10,
+                       cc % 10, amp::cuda_supports_bf16() ? "supported" : "not supported (needs 8.0+)");
+  } else {
+    out << "CUDA            no CUDA device available (labs run on the CPU)\n";
+  }
+}
+
+}  // namespace runner

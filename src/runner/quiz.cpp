@@ -1,0 +1,135 @@
+#include "runner/quiz.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+namespace runner {
+namespace {
+
+constexpr int kOptions = 4;
+
+class Validator {
+ public:
+  explicit Validator(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const YAML::Mark& mark, const std::string& field, const std::string& what) const {
+    // yaml-cpp marks are 0-based; editors count from 1.
+    if (mark.is_null()) throw QuizError(fmt::format("{}: {}: {}", path_, field, what));
+    throw QuizError(fmt::format("{}:{}:{}: {}: {}", path_, mark.line + 1, mark.column + 1, field, what));
+  }
+
+  YAML::Node required(const YAML::Node& parent, const char* key, const std::string& field) const {
+    YAML::Node node = parent[key];
+    if (!node) fail(parent.Mark(), field, "missing (required)");
+    return node;
+  }
+
+  std::string text(const YAML::Node& parent, const char* key, const std::string& field) const {
+    YAML::Node node = required(parent, key, field);
+    if (!node.IsScalar()) fail(node.Mark(), field, "must be a string");
+    std::string value = node.as<std::string>();
+    if (value.find_first_not_of(" \t\n") == std::string::npos) fail(node.Mark(), field, "must not be empty");
+    while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
+    return value;
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::vector<std::string> placeholders(const std::string& text) {
+  std::vector<std::string> names;
+  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
+    const size_t close = text.find('}', open);
+    if (close == std::string::npos) break;
+    names.push_back(text.substr(open + 1, close - open - 1));
+  }
+  return names;
+}
+
+std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', pos)) {
+    const size_t close = text.find('}', open);
+    if (close == std::string::npos) break;
+    out += text.substr(pos, open - pos);
+    const std::string name = text.substr(open + 1, close - open - 1);
+    const auto it = values.find(name);
+    if (it == values.end()) throw QuizError("no observed value for placeholder {" + name + "}");
+    out += it->second;
+    pos = close + 1;
+  }
+  return out + text.substr(pos);
+}
+
+Quiz load_quiz(const std::string& path, const LabLookup& labs) {
+  Validator v(path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw QuizError(path + ": cannot read the quiz file");
+  } catch (const YAML::ParserException& e) {
+    v.fail(e.mark, "syntax", e.msg);
+  }
+  if (!root.IsMap()) v.fail(root.Mark(), "top level", "must be a mapping with title and questions");
+
+  Quiz quiz;
+  quiz.title = v.text(root, "title", "title");
+  if (root["intro"]) quiz.intro = v.text(root, "intro", "intro");
+  YAML::Node questions = v.required(root, "questions", "questions");
+  if (!questions.IsSequence() || questions.size() == 0) v.fail(questions.Mark(), "questions", "must be a non-empty list");
+
+  std::set<std::string> ids;
+  for (size_t i = 0; i < questions.size(); ++i) {
+    const YAML::Node q = questions[i];
+    const std::string at = fmt::format("questions[{}]", i);
+    if (!q.IsMap()) v.fail(q.Mark(), at, "must be a mapping");
+    Question question;
+    question.number = static_cast<int>(i) + 1;
+    question.id = v.text(q, "id", at + ".id");
+    if (!ids.insert(question.id).second) v.fail(q["id"].Mark(), at + ".id", "duplicate id '" + question.id + "'");
+    question.prompt = v.text(q, "prompt", at + ".prompt");
+
+    const YAML::Node options = v.required(q, "options", at + ".options");
+    if (!options.IsSequence() || options.size() != kOptions)
+      v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
+    for (size_t k = 0; k < options.size(); ++k) {
+      if (!options[k].IsScalar()) v.fail(options[k].Mark(), fmt::format("{}.options[{}]", at, k), "must be a string");
+      question.options.push_back(options[k].as<std::string>());
+    }
+
+    // One letter: exactly one correct option, and it must exist.
+    const YAML::Node answer = v.required(q, "answer", at + ".answer");
+    const std::string letter = answer.IsScalar() ? answer.as<std::string>() : "";
+    if (letter.size() != 1 || letter[0] < 'a' || letter[0] >= 'a' + kOptions)
+      v.fail(answer.Mark(), at + ".answer",
+             fmt::format("must be exactly one letter from a to {}, got '{}'", char('a' + kOptions - 1),
+                         answer.IsScalar() ? letter : std::string("a list or mapping")));
+    question.answer = letter[0] - 'a';
+
+    question.lab = v.text(q, "lab", at + ".lab");
+    const auto provided = labs(question.lab);
+    if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named '" + question.lab + "' (see: amp-lab list)");
+
+    question.explanation = v.text(q, "explanation", at + ".explanation");
+    question.hint = v.text(q, "hint", at + ".hint");
+    for (const char* field : {"explanation", "hint"}) {
+      for (const auto& name : placeholders(q[field].as<std::string>())) {
+        if (std::find(provided->begin(), provided->end(), name) == provided->end())
+          v.fail(q[field].Mark(), at + "." + field,
+                 fmt::format("placeholder {{{}}} is not an observation lab '{}' provides", name, question.lab));
+      }
+    }
+    quiz.questions.push_back(std::move(question));
+  }
+  return quiz;
+}
+
+}  // namespace runner

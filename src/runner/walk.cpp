@@ -1,0 +1,249 @@
+#include "runner/walk.h"
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/version.h>
+
+#include "lab/cli.h"
+#include "lab/registry.h"
+#include "lab/text.h"
+
+namespace runner {
+namespace {
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
+
+enum class Outcome { Right, Wrong, Skipped, NotAsked };
+
+struct Answered {
+  explicit Answered(const Question* q) : question(q) {}
+  const Question* question;
+  Outcome outcome = Outcome::NotAsked;
+  int chosen = -1;
+  std::optional<lab::Report> report;
+  std::string lab_error;
+};
+
+char letter(int index) { return static_cast<char>('a' + index); }
+
+std::map<std::string, std::string> values_of(const Answered& a) {
+  std::map<std::string, std::string> values;
+  if (a.report)
+    for (const auto& o : a.report->observations()) values[o.key] = o.text;
+  for (const auto& name : placeholders(a.question->explanation + a.question->hint))
+    values.emplace(name, "(not measured: the lab failed)");
+  return values;
+}
+
+void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer) {
+  out << "\n" << style.bold(fmt::format("Q{}. {}", q.number, q.prompt)) << "\n";
+  for (size_t k = 0; k < q.options.size(); ++k) {
+    const bool correct = mark_answer && static_cast<int>(k) == q.answer;
+    std::string line = fmt::format("  {}) {}", letter(static_cast<int>(k)), q.options[k]);
+    out << (correct ? style.green(line + "   <- answer") : line) << "\n";
+  }
+}
+
+void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style) {
+  const Question& q = *a.question;
+  out << fmt::format("The answer is {}) {}\n", letter(q.answer), q.options[q.answer]);
+  out << "Why: " << fill(q.explanation, values_of(a)) << "\n";
+  if (a.report && !a.report->passed())
+    out << style.yellow(fmt::format("Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
+                                    a.report->checks_passed(), a.report->checks().size()))
+        << "\n";
+}
+
+// Reads one answer. Returns the option index, -1 for skip, or nullopt to stop (q, EOF, Ctrl-C).
+std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, const lab::Style& style,
+                       std::string* stop_reason) {
+  const Question& q = *a.question;
+  const int n = static_cast<int>(q.options.size());
+  for (;;) {
+    out << fmt::format("Your answer [a-{}; s skip, h hint, q quit]: ", letter(n - 1)) << std::flush;
+    std::string line;
+    if (!std::getline(in, line)) {
+      *stop_reason = g_interrupted ? "interrupted" : "end of input";
+      out << "\n";
+      return std::nullopt;
+    }
+    const auto first = line.find_first_not_of(" \t\r");
+    const auto last = line.find_last_not_of(" \t\r");
+    const std::string word = first == std::string::npos ? "" : line.substr(first, last - first + 1);
+    if (word.size() == 1) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(word[0])));
+      if (c >= 'a' && c < 'a' + n) return c - 'a';
+      if (c == 's') return -1;
+      if (c == 'q') {
+        *stop_reason = "quit";
+        return std::nullopt;
+      }
+      if (c == 'h') {
+        out << style.dim("Hint: " + fill(q.hint, values_of(a))) << "\n";
+        continue;
+      }
+    }
+    out << fmt::format("Please answer with one letter a-{} (or s to skip, h for a hint, q to quit); got '{}'.\n",
+                       letter(n - 1), word);
+  }
+}
+
+nlohmann::json to_json(const std::vector<Answered>& walked, const WalkOptions& options, int right, bool completed) {
+  nlohmann::json j;
+  j["torch_version"] = TORCH_VERSION;
+  j["device"] = options.ctx.device.str();
+  j["dtype"] = lab::short_name(options.ctx.dtype);
+  j["seed"] = options.ctx.seed;
+  j["quick"] = options.ctx.quick;
+  j["completed"] = completed;
+  j["score"] = right;
+  j["questions"] = nlohmann::json::array();
+  bool all_passed = true;
+  for (const auto& a : walked) {
+    static const char* names[] = {"right", "wrong", "skipped", "not asked"};
+    nlohmann::json q = {{"number", a.question->number}, {"id", a.question->id}, {"lab", a.question->lab},
+                        {"correct", std::string(1, letter(a.question->answer))},
+                        {"outcome", names[static_cast<int>(a.outcome)]}};
+    if (a.chosen >= 0) q["answer"] = std::string(1, letter(a.chosen));
+    if (a.report) {
+      q["report"] = a.report->to_json();
+      q["explanation"] = fill(a.question->explanation, values_of(a));
+      all_passed &= a.report->passed();
+    }
+    if (!a.lab_error.empty()) {
+      q["lab_error"] = a.lab_error;
+      all_passed = false;
+    }
+    j["questions"].push_back(std::move(q));
+  }
+  j["all_checks_passed"] = all_passed;
+  return j;
+}
+
+}  // namespace
+
+void install_interrupt_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns, and the walk prints its summary
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::ostream& out) {
+  const lab::Style style{options.color};
+  std::vector<Answered> walked;
+  for (const auto& q : quiz.questions)
+    if (options.only.empty() || std::find(options.only.begin(), options.only.end(), q.number) != options.only.end())
+      walked.emplace_back(&q);
+  if (options.answers && options.answers->size() != walked.size())
+    throw lab::UsageError(fmt::format("--answers has {} letters for {} questions", options.answers->size(), walked.size()));
+
+  out << style.bold(quiz.title) << "\n";
+  if (!quiz.intro.empty() && !options.reveal) out << quiz.intro << "\n";
+  out << fmt::format("device {} · dtype {} · LibTorch {} · seed {}{}\n", options.ctx.device.str(),
+                     lab::short_name(options.ctx.dtype), TORCH_VERSION, options.ctx.seed,
+                     options.ctx.quick ? " · quick mode" : "");
+  if (!options.device_notice.empty()) out << options.device_notice << "\n";
+
+  std::string stop_reason;
+  int right = 0, wrong = 0, skipped = 0;
+  for (size_t i = 0; i < walked.size() && stop_reason.empty(); ++i) {
+    Answered& a = walked[i];
+    const lab::LabInfo* info = lab::find_lab(a.question->lab);
+    out << "\n" << style.bold(fmt::format("━━ {}/{} · lab {} · {} ━━", i + 1, walked.size(), a.question->lab,
+                                          info ? info->source : "?")) << "\n";
+    try {
+      if (!info) throw std::runtime_error("no lab named '" + a.question->lab + "'");
+      a.report = lab::run_lab(*info, options.ctx);
+      out << a.report->render_text({options.color});
+    } catch (const std::exception& e) {
+      a.lab_error = lab::one_line(e);
+      out << style.red("The lab failed: " + a.lab_error) << "\n";
+    }
+    if (g_interrupted) {
+      stop_reason = "interrupted";
+      break;
+    }
+    print_question(*a.question, out, style, options.reveal);
+    if (options.reveal) {
+      print_explanation(a, out, style);
+      continue;
+    }
+    std::optional<int> choice;
+    if (options.answers) {
+      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*options.answers)[i])));
+      choice = c == 's' ? -1 : c - 'a';
+      out << "Your answer: " << c << " (scripted)\n";
+    } else {
+      choice = ask(a, in, out, style, &stop_reason);
+      if (!choice) break;
+    }
+    a.chosen = *choice;
+    if (a.chosen < 0) {
+      a.outcome = Outcome::Skipped;
+      ++skipped;
+      out << style.yellow("Skipped.") << "\n";
+    } else if (a.chosen == a.question->answer) {
+      a.outcome = Outcome::Right;
+      ++right;
+      out << style.green("Right!") << "\n";
+    } else {
+      a.outcome = Outcome::Wrong;
+      ++wrong;
+      out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
+    }
+    print_explanation(a, out, style);
+  }
+
+  // Summary.
+  const bool completed = stop_reason.empty();
+  if (!completed) out << "\n" << style.yellow("Stopped (" + stop_reason + ").") << "\n";
+  std::vector<std::vector<std::string>> rows;
+  bool all_passed = true, any_lab_error = false;
+  int labs_run = 0;
+  for (const auto& a : walked) {
+    std::string checks = "not run";
+    if (a.report) {
+      ++labs_run;
+      checks = fmt::format("{}/{} {}", a.report->checks_passed(), a.report->checks().size(),
+                           a.report->passed() ? "pass" : "FAIL");
+      all_passed &= a.report->passed();
+    } else if (!a.lab_error.empty()) {
+      checks = "lab failed";
+      all_passed = false;
+      any_lab_error = true;
+    }
+    static const char* marks[] = {" (right)", " (wrong)", "", ""};
+    std::string yours = a.outcome == Outcome::Skipped ? "skipped"
+                        : a.chosen >= 0 ? std::string(1, letter(a.chosen)) + marks[static_cast<int>(a.outcome)]
+                                        : "-";
+    rows.push_back({std::to_string(a.question->number), a.question->id, options.reveal ? "-" : yours,
+                    std::string(1, letter(a.question->answer)), checks});
+  }
+  out << "\n" << style.bold("Summary") << "\n";
+  for (const auto& line : lab::format_table({"#", "question", "your answer", "correct", "lab checks"}, rows))
+    out << "  " << line << "\n";
+  if (!options.reveal)
+    out << style.bold(fmt::format("Score: {}/{} right", right, walked.size()))
+        << fmt::format(" ({} wrong, {} skipped{})", wrong, skipped,
+                       completed ? "" : fmt::format(", {} not reached", walked.size() - right - wrong - skipped))
+        << "\n";
+  out << fmt::format("Lab checks: {} in all {} labs run\n", all_passed ? "held" : "did NOT all hold", labs_run);
+
+  if (options.json_path) {
+    std::ofstream f(*options.json_path);
+    if (!f) throw lab::UsageError("--json: cannot write " + *options.json_path);
+    f << to_json(walked, options, right, completed).dump(2) << "\n";
+  }
+  if (any_lab_error) return lab::kExitLabError;
+  return all_passed ? lab::kExitPass : lab::kExitCheckFailed;
+}
+
+}  // namespace runner

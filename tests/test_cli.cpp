@@ -1,0 +1,186 @@
+// The amp-lab command, driven as a user drives it: real binary, scripted stdin, output and exit codes.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch(const std::string& name) { return fs::temp_directory_path() / ("amp_lab_cli_" + name); }
+
+// Runs `build/bin/<program> <args>` with `input` on stdin; NO_COLOR keeps the output plain.
+Result run(const std::string& args, const std::string& input = "", const std::string& program = "amp-lab") {
+  static int n = 0;
+  const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(n++);
+  const fs::path in = scratch(tag + ".in"), out = scratch(tag + ".out"), err = scratch(tag + ".err");
+  std::ofstream(in) << input;
+  const std::string cmd = "NO_COLOR=1 \"" AMP_LAB_BINARY_DIR "/bin/" + program + "\" " + args + " < \"" +
+                          in.string() + "\" > \"" + out.string() + "\" 2> \"" + err.string() + "\"";
+  const int status = std::system(cmd.c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
+  fs::remove(in), fs::remove(out), fs::remove(err);
+  return r;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+int count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t pos = text.find(part); pos != std::string::npos; pos = text.find(part, pos + 1)) ++n;
+  return n;
+}
+
+// Two quick questions: Q3 (number formats, answer c) and Q8 (autocast policy, answer d).
+const std::string kTwo = "quiz --quick --device cpu --only 3,8";
+
+}  // namespace
+
+TEST_CASE("scripted right answers score full marks and exit 0") {
+  const auto r = run(kTwo + " --answers cd");
+  CHECK(r.code == 0);
+  CHECK(count(r.out, "Right!") == 2);
+  CHECK(has(r.out, "Score: 2/2 right"));
+  CHECK(has(r.out, "verdict: PASS"));  // the labs' reports were shown
+  CHECK(has(r.out, "Q3. What advantage does bfloat16 have over FP16?"));
+}
+
+TEST_CASE("scripted wrong answers are marked wrong with the correct option and an explanation") {
+  const auto r = run(kTwo + " --answers ab");
+  CHECK(r.code == 0);  // wrong answers are not an error: every lab's checks held
+  CHECK(count(r.out, "Not quite") == 2);
+  CHECK(has(r.out, "The answer is c) It has the same wide exponent range as FP32"));
+  CHECK(count(r.out, "Why: ") == 2);
+  CHECK(has(r.out, "Score: 0/2 right (2 wrong, 0 skipped)"));
+}
+
+TEST_CASE("interactive input: invalid answers prompt again, upper case counts, h shows the hint") {
+  const auto r = run(kTwo, "x\n\nh\nC\n  d \n");
+  CHECK(r.code == 0);
+  CHECK(count(r.out, "Please answer with one letter a-d") == 2);
+  CHECK(has(r.out, "Hint: "));
+  CHECK(has(r.out, "Score: 2/2 right"));
+}
+
+TEST_CASE("s skips a question and the summary says so") {
+  const auto r = run(kTwo, "s\nd\n");
+  CHECK(has(r.out, "Skipped."));
+  CHECK(has(r.out, "Score: 1/2 right (0 wrong, 1 skipped)"));
+}
+
+TEST_CASE("end of input mid-quiz stops cleanly with the partial score") {
+  const auto r = run(kTwo, "c\n");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "Stopped (end of input)."));
+  CHECK(has(r.out, "Score: 1/2 right (0 wrong, 0 skipped, 1 not reached)"));
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("q quits with the summary") {
+  const auto r = run(kTwo, "q\n");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "Stopped (quit)."));
+  CHECK(has(r.out, "Summary"));
+  CHECK(has(r.out, "Score: 0/2 right"));
+}
+
+TEST_CASE("--reveal shows the answer key, and --json writes all eight labs") {
+  const fs::path json = scratch("walk.json");
+  const auto r = run("quiz --reveal --quick --device cpu --json " + json.string());
+  CHECK(r.code == 0);
+  CHECK(count(r.out, "<- answer") == 8);
+  CHECK(count(r.out, "Why: ") == 8);
+  REQUIRE(fs::exists(json));
+  const auto j = nlohmann::json::parse(slurp(json));
+  fs::remove(json);
+  REQUIRE(j["questions"].size() == 8);
+  for (const auto& q : j["questions"]) {
+    CAPTURE(q["lab"].get<std::string>());
+    CHECK(q["report"]["passed"] == true);
+    CHECK(q["report"]["observations"].size() > 0);
+    CHECK(q["report"]["checks"].size() > 0);
+  }
+  CHECK(j["all_checks_passed"] == true);
+}
+
+TEST_CASE("amp-lab run LAB --json prints the lab's report as JSON") {
+  const auto r = run("run number-formats --quick --json");
+  CHECK(r.code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["lab"] == "number-formats");
+  CHECK(j["passed"] == true);
+}
+
+TEST_CASE("amp-lab list names all eight labs and info reports the LibTorch build") {
+  const auto list = run("list");
+  CHECK(list.code == 0);
+  for (const char* lab : {"master-weights", "loss-scaling", "number-formats", "fp32-accumulation",
+                          "memory-throughput", "amp-api", "bf16-scaling", "autocast-policy"})
+    CHECK(has(list.out, lab));
+  const auto info = run("info");
+  CHECK(info.code == 0);
+  CHECK(has(info.out, "LibTorch"));
+  CHECK(has(info.out, "avx512_bf16"));
+}
+
+TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
+  struct Case {
+    std::string args, message;
+  };
+  const fs::path bad_quiz = scratch("bad.yaml");
+  std::ofstream(bad_quiz) << "title: T\nquestions:\n  - id: x\n";
+  const Case cases[] = {
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"quiz --frob", "frob"},
+      {"quiz --only 9", "--only '9': expected question numbers from 1 to 8"},
+      {"quiz --only 1,x", "--only '1,x'"},
+      {"quiz --answers ab", "--answers has 2 letters for 8 questions"},
+      {"quiz --answers zzzzzzzz", "'z' is not one of a, b, c, d or s"},
+      {"quiz --dtype fp32", "--dtype must be fp16 or bf16, got 'fp32'"},
+      {"quiz --device tpu", "--device must be auto, cpu or cuda, got 'tpu'"},
+      {"quiz --seed -3", "seed"},
+      {"quiz --quiz " + bad_quiz.string(), bad_quiz.string() + ":3:5: questions[0].prompt: missing (required)"},
+      {"run no-such-lab", "no lab named 'no-such-lab'"},
+      {"run", "which lab?"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.args);
+    const auto r = run(c.args);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, c.message));
+    CHECK(count(r.err, "\n") == 1);  // one line, no stack trace
+  }
+  fs::remove(bad_quiz);
+}
+
+TEST_CASE("asking for CUDA where there is none is refused up front, by the runner and by a lab") {
+  const auto quiz = run("quiz --device cuda");
+  const auto lab = run("--device cuda --quick", "", "lab03_number_formats");
+  if (has(quiz.err, "no CUDA device")) {  // this machine has no GPU
+    CHECK(quiz.code == 2);
+    CHECK(lab.code == 2);
+    CHECK(has(lab.err, "no CUDA device"));
+  } else {  // with a GPU, the lab runs there
+    CHECK(lab.code == 0);
+    CHECK(has(lab.out, "device cuda"));
+  }
+}
