@@ -1,0 +1,256 @@
+// Lab 08: what autocast does: it picks a dtype per op, it does not convert everything.
+//
+// Backs quiz question 8 ("What does autocast do in automatic mixed precision?"). Under amp::Autocast a
+// set of representative ops runs on the chosen device and the lab prints the dtype each one returns
+// next to the policy PyTorch documents for that device (aten/src/ATen/autocast_mode.cpp, reference
+// section 2): matmul-like ops run in the 16-bit type, loss functions and (on CUDA) reductions,
+// softmax, exp and layer_norm are kept in fp32, mixed inputs are promoted, and in-place ops, ops
+// given an explicit dtype and float64 tensors are left alone. Then it shows that the parameters stay
+// fp32, that an autocast result is close to but not bitwise equal to the fp32 result (both against a
+// float64 reference), and that a nested Autocast(..., enabled=false) region switches autocast off.
+//
+// The expected dtype of every row is derived from the documented op lists below, not from a run.
+//
+// Run alone:  build/bin/lab08_autocast_policy [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
+// --flip: the same ops run with autocast disabled (Autocast(..., enabled=false)), so the
+//         "matches the documented policy", "chooses per op" (mm gives 16-bit, not every op does),
+//         "not bitwise equal" and "nested region" checks must FAIL.
+// The lab is small already, so --quick changes nothing.
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "amp/autocast.h"
+#include "lab/registry.h"
+
+namespace {
+
+constexpr int64_t kRows = 8;            // small operands: this lab is about dtypes, not speed
+constexpr int64_t kCols = 16;           // feature width of the operands
+constexpr int64_t kBatch = 64;          // rows of the accuracy comparison
+constexpr int64_t kInFeatures = 512;    // inner dimension of the accuracy comparison: enough to round
+constexpr int64_t kOutFeatures = 256;   // outputs of the accuracy comparison
+constexpr double kCloseEpsilons = 4.0;  // "close": max error under 4 epsilons of the 16-bit type
+
+// The documented rule for an op on one device (reference section 2).
+enum class Rule {
+  Lower,     // lower-precision list: eligible inputs cast to the 16-bit type
+  Fp32,      // float32 list: eligible inputs cast to fp32
+  Promote,   // promote list: inputs cast to the widest input type
+  NoList,    // in no list: the op runs on the dtypes it is given (ordinary type promotion)
+  InPlace,   // in-place ops are never autocast: the result keeps self's dtype
+  Explicit,  // an explicit dtype= argument wins; autocast leaves the op alone
+};
+
+std::string rule_name(Rule rule) {
+  switch (rule) {
+    case Rule::Lower: return "lower-precision list";
+    case Rule::Fp32: return "float32 list";
+    case Rule::Promote: return "promote list";
+    case Rule::NoList: return "no list";
+    case Rule::InPlace: return "in-place";
+    case Rule::Explicit: return "explicit dtype";
+  }
+  return "";
+}
+
+std::string rule_text(Rule rule, torch::ScalarType lowp, bool fp64_input) {
+  if (fp64_input && (rule == Rule::Lower || rule == Rule::Fp32)) return rule_name(rule) + ", but fp64 is never cast";
+  switch (rule) {
+    case Rule::Lower: return "lower-precision list: " + lab::short_name(lowp);
+    case Rule::Fp32: return "float32 list: fp32";
+    case Rule::Promote: return "promote list: widest input";
+    case Rule::NoList: return "no list: follows its inputs";
+    case Rule::InPlace: return "in-place: not autocast";
+    case Rule::Explicit: return "explicit dtype: not autocast";
+  }
+  return "";
+}
+
+// The dtype a rule predicts. Float64 and non-floating tensors are never cast (reference section 1).
+torch::ScalarType expected_dtype(Rule rule, const std::vector<torch::Tensor>& inputs, torch::ScalarType lowp,
+                                 torch::ScalarType explicit_dtype) {
+  if (rule == Rule::InPlace) return inputs.front().scalar_type();
+  if (rule == Rule::Explicit) return explicit_dtype;
+  std::optional<torch::ScalarType> out;
+  for (const auto& t : inputs) {
+    torch::ScalarType d = t.scalar_type();
+    const bool eligible = t.is_floating_point() && d != torch::kDouble;
+    if (eligible && rule == Rule::Lower) d = lowp;
+    if (eligible && rule == Rule::Fp32) d = torch::kFloat;
+    out = out ? c10::promoteTypes(*out, d) : d;
+  }
+  return *out;
+}
+
+struct OpCase {
+  std::string name;
+  std::vector<torch::Tensor> inputs;
+  std::function<torch::Tensor()> run;
+  Rule cpu, cuda;  // the documented rule on each device
+  torch::ScalarType explicit_dtype = torch::kFloat;
+};
+
+std::string dtypes_of(const std::vector<torch::Tensor>& ts) {
+  std::string s;
+  for (const auto& t : ts) s += (s.empty() ? "" : ", ") + lab::short_name(t.scalar_type());
+  return s;
+}
+
+bool is_16bit(torch::ScalarType d) { return d == torch::kHalf || d == torch::kBFloat16; }
+
+// max |y - ref| / max |ref|, measured in float64.
+double rel_error(const torch::Tensor& y, const torch::Tensor& ref) {
+  return ((y.to(torch::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
+}
+
+lab::Report run(const lab::Context& ctx) {
+  lab::Report r("autocast-policy", "Autocast picks a dtype per op; it does not convert everything");
+  const auto dev = ctx.device;
+  const auto lowp = ctx.dtype;
+  const std::string lp = lab::short_name(lowp);
+  const bool on = !ctx.flip;  // --flip: every "autocast" region below is constructed disabled
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(dev);
+  r.note("dtypes: fp32 inputs and parameters, " + lp + " as the autocast type, fp64 for references");
+  if (ctx.flip) r.note("--flip: the same ops run with autocast disabled (Autocast(..., enabled=false))");
+
+  // Operands: fp32 as a model holds them, a 16-bit one as a matmul under autocast would hand on.
+  const auto a = torch::randn({kRows, kCols}, f32), b = torch::randn({kCols, kCols}, f32);
+  const auto bias = torch::randn({kCols}, f32), half = torch::randn({kRows, kCols}, f32).to(lowp);
+  const auto img = torch::randn({2, 3, 8, 8}, f32), kernel = torch::randn({4, 3, 3, 3}, f32);
+  const auto a3 = a.unsqueeze(0), b3 = b.unsqueeze(0), acc = torch::zeros({kRows, kCols}, f32);
+  const auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
+  const std::vector<OpCase> cases = {
+      {"mm", {a, b}, [&] { return torch::mm(a, b); }, Rule::Lower, Rule::Lower},
+      {"matmul", {a, b}, [&] { return torch::matmul(a, b); }, Rule::Lower, Rule::Lower},
+      {"linear", {a, b, bias}, [&] { return torch::linear(a, b, bias); }, Rule::Lower, Rule::Lower},
+      {"conv2d", {img, kernel}, [&] { return torch::conv2d(img, kernel); }, Rule::Lower, Rule::Lower},
+      {"bmm", {a3, b3}, [&] { return torch::bmm(a3, b3); }, Rule::Lower, Rule::Lower},
+      {"softmax", {half}, [&] { return torch::softmax(half, /*dim=*/1); }, Rule::NoList, Rule::Fp32},
+      {"log_softmax", {half}, [&] { return torch::log_softmax(half, /*dim=*/1); }, Rule::NoList, Rule::Fp32},
+      {"sum", {half}, [&] { return half.sum(); }, Rule::NoList, Rule::Fp32},
+      {"exp", {half}, [&] { return half.exp(); }, Rule::NoList, Rule::Fp32},
+      {"layer_norm", {half}, [&] { return torch::layer_norm(half, {kCols}); }, Rule::NoList, Rule::Fp32},
+      {"mse_loss", {half, half}, [&] { return torch::mse_loss(half, half.flip(0)); }, Rule::Fp32, Rule::Fp32},
+      {"add", {half, a}, [&] { return half + a; }, Rule::NoList, Rule::NoList},
+      {"cat", {half, a}, [&] { return torch::cat({half, a}); }, Rule::Promote, Rule::NoList},
+      {"addmm_ (in-place)", {acc, a, b}, [&] { return acc.clone().addmm_(a, b); }, Rule::InPlace, Rule::InPlace},
+      {"sum(dtype=fp64)", {a}, [&] { return a.sum(torch::kDouble); }, Rule::Explicit, Rule::Explicit, torch::kDouble},
+      {"mm (fp64 inputs)", {a64, b64}, [&] { return torch::mm(a64, b64); }, Rule::Lower, Rule::Lower},
+  };
+
+  r.section("Op by op under Autocast(" + dev.str() + ", " + lp + (on ? "" : ", enabled=false") +
+            "); 16-bit inputs stand for an earlier matmul's output");
+  auto& table = r.table("", {"op", "inputs", "output", "documented policy on " + dev.str()});
+  int matches = 0, matmul_16bit = 0, kept_wide = 0;
+  for (const auto& op : cases) {
+    torch::ScalarType got;
+    {
+      amp::Autocast guard(dev, lowp, /*enabled=*/on);
+      got = op.run().scalar_type();
+    }
+    const Rule rule = ctx.cuda() ? op.cuda : op.cpu;
+    const torch::ScalarType want = expected_dtype(rule, op.inputs, lowp, op.explicit_dtype);
+    matches += got == want;
+    bool all_fp32 = true, fp64_input = false;
+    for (const auto& t : op.inputs) {
+      all_fp32 &= t.scalar_type() == torch::kFloat;
+      fp64_input |= t.scalar_type() == torch::kDouble;
+    }
+    if (rule == Rule::Lower && all_fp32) matmul_16bit += is_16bit(got);
+    if (!is_16bit(got)) ++kept_wide;
+    table.row({op.name, dtypes_of(op.inputs),
+               lab::short_name(got) + (got == want ? "" : "  (expected " + lab::short_name(want) + ")"),
+               rule_text(rule, lowp, fp64_input)});
+  }
+  // Where the documented lists differ between the devices, grouped by (CPU rule, CUDA rule).
+  std::vector<std::pair<std::pair<Rule, Rule>, std::string>> differ;
+  for (const auto& op : cases) {
+    if (op.cpu == op.cuda) continue;
+    auto it = std::find_if(differ.begin(), differ.end(), [&](const auto& d) { return d.first == std::pair(op.cpu, op.cuda); });
+    if (it == differ.end()) differ.push_back({{op.cpu, op.cuda}, op.name});
+    else it->second += ", " + op.name;
+  }
+  for (const auto& [rules, names] : differ)
+    r.note("CPU vs CUDA: " + names + ": " + rule_name(rules.first) + " on CPU, " + rule_name(rules.second) + " on CUDA");
+  const int n = static_cast<int>(cases.size());
+  r.observe("policy_matches", "outputs matching the documented policy", matches, "",
+            std::to_string(matches) + " of " + std::to_string(n));
+  r.observe("ops_fp32_or_wider", "ops whose output is fp32 or wider", kept_wide, "",
+            std::to_string(kept_wide) + " of " + std::to_string(n));
+
+  // A layer: parameters stay fp32; autocast only computes with 16-bit copies of them.
+  r.section("One Linear(" + std::to_string(kInFeatures) + ", " + std::to_string(kOutFeatures) + ") layer, batch " +
+            std::to_string(kBatch) + ": autocast vs fp32, both against fp64");
+  torch::nn::Linear layer(torch::nn::LinearOptions(kInFeatures, kOutFeatures));
+  layer->to(dev);
+  const auto x = torch::randn({kBatch, kInFeatures}, f32);
+  torch::Tensor y_amp;
+  {
+    amp::Autocast guard(dev, lowp, /*enabled=*/on);
+    y_amp = layer->forward(x);
+  }
+  y_amp.to(torch::kFloat).sum().backward();  // backward outside autocast, as recommended
+  int params_fp32 = 0, params = 0;
+  for (const auto& p : layer->parameters()) {
+    ++params;
+    params_fp32 += p.scalar_type() == torch::kFloat && p.grad().scalar_type() == torch::kFloat;
+  }
+  torch::Tensor y_fp32, y_ref;
+  {
+    torch::NoGradGuard no_grad;
+    y_fp32 = layer->forward(x);
+    y_ref = torch::linear(x.to(torch::kDouble), layer->weight.to(torch::kDouble), layer->bias.to(torch::kDouble));
+  }
+  const double err_amp = rel_error(y_amp, y_ref), err_fp32 = rel_error(y_fp32, y_ref);
+  const double differ_share = y_amp.to(torch::kFloat).ne(y_fp32).to(torch::kDouble).mean().item<double>();
+  const double eps = lowp == torch::kHalf ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+  r.observe("autocast_rel_err", "autocast max error vs fp64 (share of max |y|)", err_amp, "", lab::sci(err_amp));
+  r.observe("fp32_rel_err", "fp32 max error vs fp64 (share of max |y|)", err_fp32, "", lab::sci(err_fp32));
+  r.observe("bitwise_differ_share", "outputs not bitwise equal to the fp32 result", differ_share * 100, "%");
+
+  // Nesting: an enabled=false region inside an autocast region turns it off, and only there.
+  torch::ScalarType outer, inner, after;
+  bool inner_enabled;
+  {
+    amp::Autocast guard(dev, lowp, /*enabled=*/on);
+    outer = torch::mm(a, b).scalar_type();
+    {
+      amp::Autocast off(dev, lowp, /*enabled=*/false);
+      inner = torch::mm(a, b).scalar_type();
+      inner_enabled = amp::is_autocast_enabled(dev.type());
+    }
+    after = torch::mm(a, b).scalar_type();
+  }
+
+  r.section("Checks");
+  r.check("every output dtype matches the documented autocast policy for " + dev.str(), matches == n,
+          std::to_string(matches) + " of " + std::to_string(n) + " rows match");
+  r.check("autocast chooses per op: mm, matmul, linear, conv2d, bmm run in " + lp + ", not every op does",
+          matmul_16bit == 5 && kept_wide > 0,
+          std::to_string(matmul_16bit) + " of 5 matmul-like ops turned fp32 inputs into " + lp + "; " +
+              std::to_string(kept_wide) + " of " + std::to_string(n) + " ops gave fp32 or fp64");
+  r.check("parameters and their gradients stay fp32 after an autocast forward", params_fp32 == params,
+          std::to_string(params_fp32) + " of " + std::to_string(params) + " parameters and grads are fp32");
+  r.check("the autocast result is close to, but not bitwise equal to, the fp32 result",
+          differ_share > 0.5 && err_amp < kCloseEpsilons * eps,
+          lab::percent(differ_share) + " of outputs differ (need > 50%); max error " + lab::sci(err_amp) +
+              " < " + lab::num(kCloseEpsilons) + " x eps(" + lp + ") = " + lab::sci(kCloseEpsilons * eps));
+  r.check("a nested Autocast(enabled=false) region turns autocast off, and only there",
+          is_16bit(outer) && inner == torch::kFloat && !inner_enabled && is_16bit(after),
+          "mm gives " + lab::short_name(outer) + " in the region, " + lab::short_name(inner) +
+              " inside the nested region (autocast enabled: " + (inner_enabled ? "yes" : "no") + "), " +
+              lab::short_name(after) + " after it");
+  return r;
+}
+
+}  // namespace
+
+AMP_LAB_REGISTER("autocast-policy", /*question=*/8, "What autocast does: a dtype per op", run,
+                 /*provides=*/{"policy_matches", "ops_fp32_or_wider", "autocast_rel_err", "fp32_rel_err",
+                               "bitwise_differ_share"});
