@@ -184,3 +184,20 @@ TEST_CASE("asking for CUDA where there is none is refused up front, by the runne
     CHECK(has(lab.out, "device cuda"));
   }
 }
+
+TEST_CASE("Ctrl-C at the prompt ends the quiz with the summary") {
+  // The quiz waits on a FIFO that never delivers a line; SIGINT arrives once the prompt is shown.
+  const fs::path dir = scratch("sigint_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string d = dir.string();
+  std::ofstream(dir / "run.sh") << "cd '" << d << "'\nmkfifo in\nexec 3<>in\n"
+                                 << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' quiz --quick --device cpu --only 3 <in >out 2>err &\n"
+                                 << "pid=$!\nfor i in $(seq 300); do grep -q 'Your answer' out && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done\n"
+                                 << "kill -INT $pid\nwait $pid\necho $? > code\n";
+  REQUIRE(std::system(("bash '" + (dir / "run.sh").string() + "'").c_str()) == 0);
+  const std::string out = slurp(dir / "out");
+  CHECK(has(out, "Stopped (interrupted)."));
+  CHECK(has(out, "Summary"));
+  CHECK(std::stoi(slurp(dir / "code")) == 0);
+  fs::remove_all(dir);
+}
