@@ -113,7 +113,7 @@ lab::Report run(const lab::Context& ctx) {
   r.observe("loss_ratio_unscaled", "fp16, no scaling", ratio_none, "x",
             fmt::format("{:.2f}x fp32  ({})", ratio_none, lab::sci(none.final_loss)));
   r.observe("loss_ratio_scaler", "fp16 + GradScaler", ratio_scaled, "x",
-            fmt::format("{:.2f}x fp32  ({}; {} steps skipped, scale ended at {})", ratio_scaled,
+            fmt::format("{:.2f}x fp32  ({}; steps skipped: {}; scale ended at {})", ratio_scaled,
                         lab::sci(scaled.final_loss), scaled.skipped(), pow2(scaled.scale.back())));
 
   r.check("fp16 flushes a substantial share of the gradients to zero without scaling, almost none with it",
