@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <sstream>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -49,6 +50,25 @@ std::vector<std::string> format_table(const std::vector<std::string>& columns,
   for (size_t w : width) total += w;
   out.push_back(std::string(total + 2 * (width.size() - 1), '-'));
   for (const auto& row : rows) out.push_back(line(row));
+  return out;
+}
+
+std::string wrap(const std::string& text, size_t width, const std::string& indent) {
+  std::string out, word;
+  size_t column = 0;
+  std::istringstream words(text);
+  while (words >> word) {
+    const size_t w = display_width(word);
+    if (column > 0 && column + 1 + w > width) {
+      out += "\n" + indent;
+      column = display_width(indent);
+    } else if (column > 0) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += w;
+  }
   return out;
 }
 

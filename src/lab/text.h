@@ -29,6 +29,9 @@ std::string pad_left(const std::string& s, size_t width);
 std::vector<std::string> format_table(const std::vector<std::string>& columns,
                                       const std::vector<std::vector<std::string>>& rows);
 
+// Greedy word wrap to `width` glyphs; lines after the first start with `indent`.
+std::string wrap(const std::string& text, size_t width, const std::string& indent = "");
+
 // Colour on a terminal unless NO_COLOR is set or the caller turned it off.
 bool want_color(bool no_color_flag);
 

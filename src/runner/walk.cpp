@@ -53,7 +53,7 @@ void print_question(const Question& q, std::ostream& out, const lab::Style& styl
 void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style) {
   const Question& q = *a.question;
   out << fmt::format("The answer is {}) {}\n", letter(q.answer), q.options[q.answer]);
-  out << "Why: " << fill(q.explanation, values_of(a)) << "\n";
+  out << lab::wrap("Why: " + fill(q.explanation, values_of(a)), /*width=*/100, /*indent=*/"     ") << "\n";
   if (a.report && !a.report->passed())
     out << style.yellow(fmt::format("Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
                                     a.report->checks_passed(), a.report->checks().size()))
@@ -85,7 +85,7 @@ std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, c
         return std::nullopt;
       }
       if (c == 'h') {
-        out << style.dim("Hint: " + fill(q.hint, values_of(a))) << "\n";
+        out << style.dim(lab::wrap("Hint: " + fill(q.hint, values_of(a)), /*width=*/100, /*indent=*/"      ")) << "\n";
         continue;
       }
     }
