@@ -1,0 +1,71 @@
+// Lab 06 (amp-api): one training step for fp32, bf16 and fp16; checkpoints resume bit for bit.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include <torch/torch.h>
+
+#include "lab/registry.h"
+
+namespace {
+
+lab::Report run_quick(torch::ScalarType dtype, bool flip) {
+  const lab::LabInfo* info = lab::find_lab("amp-api");
+  REQUIRE(info != nullptr);
+  lab::Context ctx;
+  ctx.quick = true;
+  ctx.dtype = dtype;
+  ctx.flip = flip;
+  return lab::run_lab(*info, ctx);
+}
+
+const lab::Check* find_check(const lab::Report& r, const std::string& part) {
+  for (const auto& c : r.checks())
+    if (c.claim.find(part) != std::string::npos) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("the amp-api lab is registered for question 6") {
+  const lab::LabInfo* info = lab::find_lab("6");
+  REQUIRE(info != nullptr);
+  CHECK(info->id == "amp-api");
+}
+
+TEST_CASE("the same step trains fp32, bf16 and fp16 alike, resumes bit for bit and refuses a second unscale_") {
+  const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
+  CHECK(r.passed());
+  CHECK(r.checks().size() == 3);
+  CHECK(r.value("resumed_identical") == 3);
+  CHECK(r.value("loss_spread") < 10.0);  // percent
+  CHECK(r.value("final_loss_fp32") < 0.7 * r.value("initial_loss"));
+  CHECK(r.value("second_unscale_refused") == 1);
+  CHECK(r.value("scale_at_checkpoint") >= 65536.0);  // the fp16 scaler had state worth saving
+  CHECK(r.render_text().find("unscale_() has already been called on this optimizer since the last update().") !=
+        std::string::npos);
+}
+
+TEST_CASE("the lab runs all three precisions whatever --dtype says, with the same results") {
+  const auto bf16 = run_quick(torch::kBFloat16, /*flip=*/false);
+  const auto fp16 = run_quick(torch::kHalf, /*flip=*/false);
+  for (const char* key : {"final_loss_fp32", "loss_spread", "skipped_steps_fp16", "final_scale_fp16"}) {
+    CAPTURE(key);
+    CHECK(bf16.value(key) == fp16.value(key));
+  }
+}
+
+TEST_CASE("a checkpoint of the model alone (flip) does not resume identically") {
+  const auto r = run_quick(torch::kHalf, /*flip=*/true);
+  CHECK_FALSE(r.passed());
+  const lab::Check* resume = find_check(r, "resuming from the checkpoint");
+  const lab::Check* train = find_check(r, "all precisions train");
+  const lab::Check* unscale = find_check(r, "second unscale_");
+  REQUIRE(resume != nullptr);
+  REQUIRE(train != nullptr);
+  REQUIRE(unscale != nullptr);
+  CHECK_FALSE(resume->passed);
+  CHECK(train->passed);    // the uninterrupted runs are untouched by the flip
+  CHECK(unscale->passed);
+  CHECK(r.value("resumed_identical") == 0);
+}
