@@ -16,7 +16,10 @@ lab::Report run_quick(torch::ScalarType dtype, bool flip) {
   ctx.quick = true;
   ctx.dtype = dtype;
   ctx.flip = flip;
-  return lab::run_lab(*info, ctx);
+  const int threads = torch::get_num_threads();
+  auto report = lab::run_lab(*info, ctx);
+  CHECK(torch::get_num_threads() == threads);  // the lab's one-thread guard restores the setting
+  return report;
 }
 
 const lab::Check* find_check(const lab::Report& r, const std::string& part) {
