@@ -44,13 +44,6 @@ constexpr double kWorseRatio = 1.5;     // pure 16-bit: final loss at least this
 constexpr double kMasterMaxLost = 0.01; // master weights: lost share stays below 1% at every step
 constexpr double kTrackTol = 0.05;      // master weights: final loss within 5% of fp32's
 
-// Tensors of a few thousand values: OpenMP threads cost more than they save (far more on a busy CPU).
-// One intra-op thread while the lab runs, the previous setting restored after; nothing here is timed.
-struct OneThread {
-  int previous = torch::get_num_threads();
-  OneThread() { torch::set_num_threads(1); }
-  ~OneThread() { torch::set_num_threads(previous); }
-};
 
 using torch::nn::Sequential;
 
@@ -129,7 +122,6 @@ double mean(const std::vector<double>& v) {
 
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("master-weights", "FP32 master weights keep tiny updates");
-  const OneThread one_thread;
   const torch::ScalarType low = ctx.dtype;
   const torch::ScalarType store = ctx.flip ? torch::kFloat : low;  // where the "16-bit" weights live
   const std::string low_name = lab::short_name(low);

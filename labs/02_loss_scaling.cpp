@@ -52,7 +52,6 @@ constexpr double kWorseFactor = 1.5;        // fp16 without scaling ends at leas
 std::string pow2(double v) { return fmt::format("2^{:g}", std::log2(v)); }
 
 lab::Report run(const lab::Context& ctx) {
-  const uf::SingleThread single_thread;  // tiny tensors: threads cost more than they save
   const torch::ScalarType half = torch::kHalf;
   lab::Report r("loss-scaling", "Loss scaling rescues fp16 gradients from underflow");
   r.note("dtypes: fp32 master weights, fp16 autocast forward and gradients, float64 reference");

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/torch.h>
@@ -279,8 +280,8 @@ lab::Report run(const lab::Context& ctx) {
               "matmul n=" + std::to_string(sizes.back()) + ", " + label(modes[i]), mm_ratio[i], "x",
               speed_words(mm_ratio[i]));
   if (!ctx.cuda())
-    r.note("CPU caveat: timed on " + std::to_string(kCpuTimingThreads) + " of " + std::to_string(threads) +
-           " threads; native 16-bit matrix units in /proc/cpuinfo: " + cpu_16bit_units() + ".");
+    r.note("CPU caveat: timed on " + std::to_string(kCpuTimingThreads) + " of " +
+           std::to_string(std::thread::hardware_concurrency()) + " cores; native 16-bit matrix units in /proc/cpuinfo: " + cpu_16bit_units() + ".");
   r.note(std::string("Gains depend on hardware and workload") +
          (ctx.cuda() ? "" : ": a CPU without such units converts 16-bit math and can be slower than fp32") +
          ". No check asserts speed.");

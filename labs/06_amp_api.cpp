@@ -46,13 +46,6 @@ constexpr int64_t kGrowthInterval = 25;  // fp16 scaler: grow after 25 clean ste
 constexpr double kAgreeTol = 0.10;       // bf16/fp16 final loss within 10% of fp32's
 constexpr double kTrained = 0.7;         // "trained": final loss below 0.7x the initial one
 
-// Tensors of a few thousand values: OpenMP threads cost more than they save (far more on a busy CPU).
-// One intra-op thread while the lab runs, the previous setting restored after; nothing here is timed.
-struct OneThread {
-  int previous = torch::get_num_threads();
-  OneThread() { torch::set_num_threads(1); }
-  ~OneThread() { torch::set_num_threads(previous); }
-};
 
 struct NetImpl : torch::nn::Cloneable<NetImpl> {  // Cloneable: copies for each run start identical
   NetImpl() { reset(); }
@@ -138,7 +131,6 @@ bool bitwise_equal(const Net& a, const Net& b, double* max_diff) {
 
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("amp-api", "torch.amp in C++: one training step for fp32, bf16 and fp16");
-  const OneThread one_thread;
   const torch::Device dev = ctx.device;
   r.note("dtypes: fp32 weights, AdamW state and loss; autocast bf16/fp16 matmuls; all three run whatever --dtype says");
   if (ctx.flip) r.note("FLIP: the checkpoint holds the model only; optimizer and scaler restart from scratch");

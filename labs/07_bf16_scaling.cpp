@@ -47,7 +47,6 @@ double mean_rel_error(const torch::Tensor& values, torch::ScalarType dtype) {
 }
 
 lab::Report run(const lab::Context& ctx) {
-  const uf::SingleThread single_thread;  // tiny tensors: threads cost more than they save
   // The wide-range 16-bit type; --flip swaps in fp16, removing the wide exponent range.
   const torch::ScalarType wide = ctx.flip ? torch::kHalf : torch::kBFloat16;
   const torch::ScalarType half = torch::kHalf;

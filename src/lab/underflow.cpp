@@ -167,7 +167,5 @@ TrainResult train(const Problem& problem, const TrainOptions& options) {
   return r;
 }
 
-SingleThread::SingleThread() : previous_(at::get_num_threads()) { at::set_num_threads(1); }
-SingleThread::~SingleThread() { at::set_num_threads(previous_); }
 
 }  // namespace lab::underflow

@@ -94,18 +94,5 @@ struct TrainResult {
 
 TrainResult train(const Problem& problem, const TrainOptions& options);
 
-// These tensors hold a few thousand values: splitting each op over OpenMP threads costs more than the op
-// (ten times more on a busy 2-core CPU). The labs hold one of these while they run: one intra-op thread,
-// the previous setting restored afterwards. Nothing is timed here, so no number depends on it.
-class SingleThread {
- public:
-  SingleThread();
-  ~SingleThread();
-  SingleThread(const SingleThread&) = delete;
-  SingleThread& operator=(const SingleThread&) = delete;
-
- private:
-  int previous_;
-};
 
 }  // namespace lab::underflow
