@@ -1,6 +1,8 @@
 #include "lab/cli.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <c10/util/Exception.h>
@@ -16,7 +18,7 @@ void add_context_options(cxxopts::Options& options) {
   options.add_options()
       ("device", "auto, cpu or cuda (auto picks CUDA when present)", cxxopts::value<std::string>()->default_value("auto"))
       ("dtype", "16-bit type: fp16 or bf16 (default: bf16 on CPU, fp16 on CUDA)", cxxopts::value<std::string>())
-      ("seed", "random seed", cxxopts::value<uint64_t>()->default_value("0"))
+      ("seed", "random seed (a non-negative integer)", cxxopts::value<std::string>()->default_value("0"))
       ("quick", "smallest sizes that still show the effect (for tests)")
       ("flip", "remove the cause of the effect; the lab's checks should then fail");
 }
@@ -54,7 +56,12 @@ Context context_from(const cxxopts::ParseResult& args, std::string* notice) {
   Context ctx;
   ctx.device = resolve_device(args["device"].as<std::string>(), notice);
   ctx.dtype = resolve_dtype(args.count("dtype") ? std::optional(args["dtype"].as<std::string>()) : std::nullopt, ctx.device);
-  ctx.seed = args["seed"].as<uint64_t>();
+  const std::string seed = args["seed"].as<std::string>();
+  char* end = nullptr;
+  errno = 0;
+  ctx.seed = std::strtoull(seed.c_str(), &end, 10);
+  if (seed.empty() || seed[0] == '-' || *end != '\0' || errno == ERANGE)
+    throw UsageError("--seed must be a non-negative integer, got '" + seed + "'");
   ctx.quick = args.count("quick") > 0;
   ctx.flip = args.count("flip") > 0;
   return ctx;
