@@ -15,10 +15,13 @@ std::vector<LabInfo>& mutable_labs() {
   return all;
 }
 
-// "/home/x/amp-lab/labs/01_master_weights.cpp" -> "labs/01_master_weights.cpp"
-std::string relative_source(const std::string& file) {
+// "/home/x/amp-lab/labs/01_master_weights.cpp" -> "labs/01_master_weights.cpp". ccache (with a base dir)
+// may have made __FILE__ relative to the build folder instead: "../labs/01_master_weights.cpp".
+std::string relative_source(std::string file) {
   const std::string root = AMP_LAB_SOURCE_DIR "/";
-  return file.rfind(root, 0) == 0 ? file.substr(root.size()) : file;
+  if (file.rfind(root, 0) == 0) return file.substr(root.size());
+  while (file.rfind("../", 0) == 0) file.erase(0, 3);
+  return file;
 }
 
 std::string executable_name(const std::string& source) {
