@@ -1,2 +1,2 @@
-// Gives the precompiled-header target a translation unit of its own.
-#include "pch.h"
+// Gives the precompiled-header target (amp_lab_pch, <torch/torch.h>) a translation unit of its own.
+#include <torch/torch.h>
