@@ -1,6 +1,7 @@
 #include "lab/text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <sstream>
 #include <unistd.h>
@@ -36,11 +37,17 @@ std::vector<std::string> format_table(const std::vector<std::string>& columns,
   for (size_t i = 0; i < columns.size(); ++i) width[i] = display_width(columns[i]);
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
+  // Numbers line up on the right, words on the left: a column is numeric when every cell starts like a number.
+  std::vector<bool> numeric(columns.size(), !rows.empty());
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size() && i < numeric.size(); ++i)
+      numeric[i] = numeric[i] && (row[i].empty() || std::isdigit(static_cast<unsigned char>(row[i][0])) ||
+                                  ((row[i][0] == '-' || row[i][0] == '+' || row[i][0] == '.') && row[i].size() > 1));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i) out += "  ";
-      out += i == 0 ? pad_right(cells[i], width[i]) : pad_left(cells[i], width[i]);
+      out += i > 0 && numeric[i] ? pad_left(cells[i], width[i]) : pad_right(cells[i], width[i]);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out;

@@ -25,7 +25,7 @@ struct Style {
 size_t display_width(const std::string& s);
 std::string pad_right(const std::string& s, size_t width);
 std::string pad_left(const std::string& s, size_t width);
-// First column left-aligned, the others right-aligned, a rule under the header.
+// Columns of numbers right-aligned, the first column and words left-aligned, a rule under the header.
 std::vector<std::string> format_table(const std::vector<std::string>& columns,
                                       const std::vector<std::vector<std::string>>& rows);
 
