@@ -5,7 +5,10 @@ The twin of src/bench/amp_step_bench.cpp (build/bin/amp-lab-bench): same cases, 
 initialisation and JSON keys. scripts/bench runs the two interleaved and compares them.
 
   bench_amp_step.py --case recipe|tiny|scaler-overhead --mode fp32|bf16|fp16 [--device cpu|cuda]
-                    [--steps N] [--warmup N] [--threads N] [--seed N]
+                    [--steps N] [--warmup N] [--threads N] [--seed N] [--max-seconds S]
+
+--max-seconds stops the timed loop early (after at least 3 steps) once that much wall time has passed,
+so a run on a busy machine stays bounded; "steps_done" says how many were timed.
 
 Cases:
   recipe           PyTorch's AMP recipe MLP (Linear, ReLU, Linear, ReLU, Linear; MSE; SGD lr 1e-3),
@@ -105,6 +108,7 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-seconds", type=float, default=0.0)
     a = p.parse_args()
     if a.steps < 1 or a.warmup < 0 or a.threads < 1:
         raise SystemExit("bench_amp_step.py: need --steps >= 1, --warmup >= 0, --threads >= 1")
@@ -195,41 +199,57 @@ def main():
         "threads": torch.get_num_threads(), "steps": a.steps, "warmup": a.warmup, "seed": a.seed,
         "shape": {"width": width, "batch": batch, "layers": layers},
         "param_tensors": len(list(model.parameters())), "torch": torch.__version__,
+        "max_seconds": a.max_seconds,
     }
+
+    def over_budget(start, done):
+        return (a.max_seconds > 0 and done >= min(3, a.steps)
+                and time.perf_counter() - start >= a.max_seconds)
     counter = SyncCounter()
     if not overhead_case:
         for _ in range(a.warmup):
             train_step()
+        params_after_warmup = sum_of(model.parameters())
         ms = []
         with counter:
+            start = time.perf_counter()
             for _ in range(a.steps):
+                if over_budget(start, len(ms)):
+                    break
                 sync()
                 t0 = time.perf_counter()
                 train_step()
                 sync()
                 ms.append((time.perf_counter() - t0) * 1e3)
+        out["steps_done"] = len(ms)
         out["step_ms"] = ms
         out["median_ms"] = statistics.median(ms)
     else:
         for _ in range(a.warmup):
             scaled_step_timed()
             plain_step_timed()
+        params_after_warmup = sum_of(model.parameters())
         scaler_ms, plain_ms = [], []
+        start = time.perf_counter()
         for _ in range(a.steps):
+            if over_budget(start, len(scaler_ms)):
+                break
             with counter:  # counts the scaled steps only
                 scaler_ms.append(scaled_step_timed())
             plain_ms.append(plain_step_timed())
+        out["steps_done"] = len(scaler_ms)
         out["scaler_ms"] = scaler_ms
         out["plain_step_ms"] = plain_ms
         out["scaler_median_ms"] = statistics.median(scaler_ms)
         out["plain_step_median_ms"] = statistics.median(plain_ms)
         out["overhead_ms"] = out["scaler_median_ms"] - out["plain_step_median_ms"]
-    out["host_syncs_per_step"] = counter.count / a.steps
+    out["host_syncs_per_step"] = counter.count / out["steps_done"]
     out["host_syncs_counted"] = ("calls of torch.Tensor." + "/".join(SYNC_METHODS) +
                                  " during the timed steps (methods wrapped)" +
                                  ("; CUDA synchronising calls (set_sync_debug_mode warnings, 5 extra untimed steps): "
                                   "cuda_sync_warnings_per_step" if cuda else ""))
     out["checksum"] = {"inputs": input_checksum, "initial_loss": initial_loss,
+                       "params_after_warmup": params_after_warmup,
                        "final_params": sum_of(model.parameters()), "final_scale": scaler.get_scale()}
     if cuda:
         extra = 5

@@ -3,7 +3,10 @@
 // flags, initialisation and JSON; scripts/bench runs the two interleaved and compares them.
 //
 //   amp-lab-bench --case recipe|tiny|scaler-overhead --mode fp32|bf16|fp16 [--device cpu|cuda]
-//                 [--steps N] [--warmup N] [--threads N] [--seed N]
+//                 [--steps N] [--warmup N] [--threads N] [--seed N] [--max-seconds S]
+//
+// --max-seconds stops the timed loop early (after at least 3 steps) once that much wall time has passed,
+// so a run on a busy machine stays bounded; "steps_done" says how many were timed.
 //
 // Cases:
 //   recipe           PyTorch's AMP recipe MLP (Linear, ReLU, Linear, ReLU, Linear; MSE; SGD lr 1e-3),
@@ -93,6 +96,7 @@ int run(const cxxopts::ParseResult& args) {
   const int64_t warmup = args["warmup"].as<int64_t>();
   const int threads = args["threads"].as<int>();
   const uint64_t seed = args["seed"].as<uint64_t>();
+  const double max_seconds = args["max-seconds"].as<double>();
 
   if (mode != "fp32" && mode != "bf16" && mode != "fp16")
     throw std::invalid_argument("--mode must be fp32, bf16 or fp16, got '" + mode + "'");
@@ -199,45 +203,58 @@ int run(const cxxopts::ParseResult& args) {
   out["shape"] = {{"width", shape.width}, {"batch", shape.batch}, {"layers", shape.layers}};
   out["param_tensors"] = model->parameters().size();
   out["torch"] = TORCH_VERSION;
+  out["max_seconds"] = max_seconds;
+  // The time budget: true once at least 3 steps (or all) are done and max_seconds have passed.
+  auto over_budget = [&](Clock::time_point start, size_t done) {
+    return max_seconds > 0 && done >= std::min<size_t>(3, steps) && ms_since(start) >= 1e3 * max_seconds;
+  };
 
+  double params_after_warmup = 0.0;  // untimed; the timed loop may stop early on a time budget
   if (!overhead_case) {
     for (int64_t i = 0; i < warmup; ++i) train_step();
+    params_after_warmup = sum_of(model->parameters());
     std::vector<double> ms;
     ms.reserve(steps);
     const int64_t syncs0 = scaler.host_syncs();
-    for (int64_t i = 0; i < steps; ++i) {
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < steps && !over_budget(start, ms.size()); ++i) {
       sync();
       const auto t0 = Clock::now();
       train_step();
       sync();
       ms.push_back(ms_since(t0));
     }
+    out["steps_done"] = ms.size();
     out["step_ms"] = ms;
     out["median_ms"] = median(ms);
-    out["host_syncs_per_step"] = static_cast<double>(scaler.host_syncs() - syncs0) / static_cast<double>(steps);
+    out["host_syncs_per_step"] = static_cast<double>(scaler.host_syncs() - syncs0) / static_cast<double>(ms.size());
   } else {
     for (int64_t i = 0; i < warmup; ++i) {
       scaled_step_timed();
       plain_step_timed();
     }
+    params_after_warmup = sum_of(model->parameters());
     std::vector<double> scaler_ms, plain_ms;
     int64_t syncs = 0;
-    for (int64_t i = 0; i < steps; ++i) {
+    const auto start = Clock::now();
+    for (int64_t i = 0; i < steps && !over_budget(start, scaler_ms.size()); ++i) {
       const int64_t s0 = scaler.host_syncs();
       scaler_ms.push_back(scaled_step_timed());
       syncs += scaler.host_syncs() - s0;
       plain_ms.push_back(plain_step_timed());
     }
+    out["steps_done"] = scaler_ms.size();
     out["scaler_ms"] = scaler_ms;
     out["plain_step_ms"] = plain_ms;
     out["scaler_median_ms"] = median(scaler_ms);
     out["plain_step_median_ms"] = median(plain_ms);
     out["overhead_ms"] = median(scaler_ms) - median(plain_ms);
-    out["host_syncs_per_step"] = static_cast<double>(syncs) / static_cast<double>(steps);
+    out["host_syncs_per_step"] = static_cast<double>(syncs) / static_cast<double>(scaler_ms.size());
   }
   out["host_syncs_counted"] = "amp::GradScaler::host_syncs(): every .item() the scaler makes, over the timed steps";
   out["checksum"] = {{"inputs", input_checksum},
                      {"initial_loss", initial_loss},
+                     {"params_after_warmup", params_after_warmup},
                      {"final_params", sum_of(model->parameters())},
                      {"final_scale", scaler.get_scale()}};
   std::cout << out.dump() << "\n";
@@ -256,6 +273,7 @@ int main(int argc, char** argv) {
       ("warmup", "untimed steps first", cxxopts::value<int64_t>()->default_value("5"))
       ("threads", "intra-op threads (torch::set_num_threads)", cxxopts::value<int>()->default_value("2"))
       ("seed", "seed of the CPU generator the weights and data come from", cxxopts::value<uint64_t>()->default_value("0"))
+      ("max-seconds", "stop timing after this many seconds (at least 3 steps); 0: no limit", cxxopts::value<double>()->default_value("0"))
       ("h,help", "this help");
   try {
     const auto args = options.parse(argc, argv);
