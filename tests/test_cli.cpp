@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "amp_lab_paths.h"
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -14,10 +14,8 @@
 #include <torch/torch.h>
 
 #include "amp/grad_scaler.h"
+#include "amp_lab_paths.h"
 
-#ifndef AMP_LAB_PYTHON
-#define AMP_LAB_PYTHON ""
-#endif
 
 namespace {
 

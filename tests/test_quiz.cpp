@@ -9,6 +9,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "amp_lab_paths.h"
 #include "runner/quiz.h"
 
 namespace {

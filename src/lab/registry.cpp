@@ -7,6 +7,8 @@
 #include <ATen/Parallel.h>
 #include <torch/utils.h>
 
+#include "amp_lab_paths.h"
+
 namespace lab {
 namespace {
 

@@ -13,6 +13,7 @@
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 
+#include "amp_lab_paths.h"
 #include "lab/cli.h"
 #include "lab/registry.h"
 #include "lab/text.h"
