@@ -84,6 +84,8 @@ TEST_CASE("each malformed quiz file gets its own error with line, column and fie
         ":4:10: questions[0].lab: no lab named 'lab-z' (see: amp-lab list)");
   CHECK(error_for("bad-placeholder", kGood, "{lost_share}", "{lost_shares}") ==
         ":9:18: questions[0].explanation: placeholder {lost_shares} is not an observation lab 'lab-a' provides");
+  CHECK(error_for("bad-format", kGood, "{steps}", "{steps:text}") ==
+        ":8:11: questions[0].hint: placeholder {steps:text}: the only format is ':value'");
   CHECK(error_for("bad-hint", kGood, "{steps}", "{step}") ==
         ":8:11: questions[0].hint: placeholder {step} is not an observation lab 'lab-a' provides");
   CHECK(error_for("questions-not-list", "title: T\nquestions: 3\n", "", "") ==

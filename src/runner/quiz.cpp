@@ -121,7 +121,13 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
     question.explanation = v.text(q, "explanation", at + ".explanation");
     question.hint = v.text(q, "hint", at + ".hint");
     for (const char* field : {"explanation", "hint"}) {
-      for (const auto& name : placeholders(q[field].as<std::string>())) {
+      for (const auto& placeholder : placeholders(q[field].as<std::string>())) {
+        // {key} is the lab's text for the observation, {key:value} its bare number and unit.
+        const auto colon = placeholder.find(':');
+        const std::string name = placeholder.substr(0, colon);
+        if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
+          v.fail(q[field].Mark(), at + "." + field,
+                 fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
         if (std::find(provided->begin(), provided->end(), name) == provided->end())
           v.fail(q[field].Mark(), at + "." + field,
                  fmt::format("placeholder {{{}}} is not an observation lab '{}' provides", name, question.lab));

@@ -38,6 +38,7 @@ using LabLookup = std::function<std::optional<std::vector<std::string>>(const st
 
 // Loads and validates: required fields, 4 options with exactly one correct (a letter in range), the lab
 // exists, unique ids, every {placeholder} in explanation and hint is an observation the lab provides.
+// {key} stands for the observation as the lab prints it, {key:value} for its bare number and unit.
 Quiz load_quiz(const std::string& path, const LabLookup& labs);
 
 // The {names} used in a template, in order of appearance.

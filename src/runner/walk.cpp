@@ -34,8 +34,14 @@ char letter(int index) { return static_cast<char>('a' + index); }
 
 std::map<std::string, std::string> values_of(const Answered& a) {
   std::map<std::string, std::string> values;
-  if (a.report)
-    for (const auto& o : a.report->observations()) values[o.key] = o.text;
+  if (a.report) {
+    for (const auto& o : a.report->observations()) {
+      values[o.key] = o.text;
+      values[o.key + ":value"] = o.unit == "%"   ? lab::percent(o.value / 100.0, 2)
+                                 : o.unit == "x" ? fmt::format("{:.{}f}x", o.value, o.value >= 100 ? 0 : 2)
+                                                 : lab::num(o.value, 3) + o.unit;
+    }
+  }
   for (const auto& name : placeholders(a.question->explanation + a.question->hint))
     values.emplace(name, "(not measured: the lab failed)");
   return values;
