@@ -67,7 +67,8 @@ struct Precision {
 };
 
 // The canonical step, written once. fp32: autocast and scaler disabled; bf16: autocast only; fp16: both.
-torch::Tensor train_step(Net& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler, torch::ScalarType dtype,
+// Returns whether the optimizer stepped (false: the scaler found inf/NaN grads and skipped it).
+bool train_step(Net& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler, torch::ScalarType dtype,
                          torch::Device device, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
   torch::Tensor loss;
@@ -78,9 +79,9 @@ torch::Tensor train_step(Net& model, torch::optim::Optimizer& opt, amp::GradScal
   scaler.scale(loss).backward();  // backward outside autocast; scale() is a no-op when disabled
   scaler.unscale_(opt);           // grads back to their true size, so the clip threshold means something
   torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
-  scaler.step(opt);               // skipped if unscale_ found inf/NaN
-  scaler.update();                // back off or grow the scale (fp16)
-  return loss.detach();
+  const bool stepped = scaler.step(opt);  // skipped if unscale_ found inf/NaN; the step's one host sync
+  scaler.update();                        // back off or grow the scale (fp16)
+  return stepped;
 }
 
 amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype) {
@@ -104,11 +105,7 @@ struct Data {
 int train(Net& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler, torch::ScalarType dtype,
           torch::Device device, const Data& d, int64_t from, int64_t to) {
   int skipped = 0;
-  for (int64_t s = from; s < to; ++s) {
-    const double before = scaler.get_scale();
-    train_step(model, opt, scaler, dtype, device, d.batch_x(s), d.batch_y(s));
-    skipped += scaler.get_scale() < before;  // a back-off means this step was skipped
-  }
+  for (int64_t s = from; s < to; ++s) skipped += !train_step(model, opt, scaler, dtype, device, d.batch_x(s), d.batch_y(s));
   return skipped;
 }
 
@@ -245,7 +242,7 @@ lab::Report run(const lab::Context& ctx) {
   }
   r.check(fmt::format("all precisions train (loss < {}x initial) and end within {} of fp32", kTrained,
                       lab::percent(kAgreeTol, 0)),
-          finals.size() == 3 && trained && agree,
+          finals.size() == (dev.is_cuda() && !amp::cuda_supports_bf16() ? 2u : 3u) && trained && agree,
           fmt::format("initial {}, largest gap to fp32 {}", lab::sci(initial), lab::percent(worst, 2)));
   r.check("resuming from the checkpoint reproduces the uninterrupted run bit for bit",
           identical == static_cast<int>(finals.size()) && !finals.empty(),
