@@ -6,27 +6,12 @@
 
 #include <torch/torch.h>
 
-#include "lab/registry.h"
+#include "lab_test_support.h"
 
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
-  const lab::LabInfo* info = lab::find_lab("master-weights");
-  REQUIRE(info != nullptr);
-  lab::Context ctx;
-  ctx.quick = true;
-  ctx.dtype = dtype;
-  ctx.flip = flip;
-  const int threads = torch::get_num_threads();
-  auto report = lab::run_lab(*info, ctx);
-  CHECK(torch::get_num_threads() == threads);  // the lab's one-thread guard restores the setting
-  return report;
-}
-
-const lab::Check* find_check(const lab::Report& r, const std::string& part) {
-  for (const auto& c : r.checks())
-    if (c.claim.find(part) != std::string::npos) return &c;
-  return nullptr;
+  return run_quick_lab("master-weights", dtype, flip);
 }
 
 }  // namespace

@@ -5,24 +5,12 @@
 
 #include <torch/torch.h>
 
-#include "lab/registry.h"
+#include "lab_test_support.h"
 
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
-  const lab::LabInfo* info = lab::find_lab("fp32-accumulation");
-  REQUIRE(info != nullptr);
-  lab::Context ctx;
-  ctx.quick = true;
-  ctx.dtype = dtype;
-  ctx.flip = flip;
-  return lab::run_lab(*info, ctx);
-}
-
-const lab::Check* find_check(const lab::Report& r, const std::string& start) {
-  for (const auto& c : r.checks())
-    if (c.claim.rfind(start, 0) == 0) return &c;
-  return nullptr;
+  return run_quick_lab("fp32-accumulation", dtype, flip);
 }
 
 }  // namespace

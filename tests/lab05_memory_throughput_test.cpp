@@ -7,24 +7,12 @@
 
 #include <torch/torch.h>
 
-#include "lab/registry.h"
+#include "lab_test_support.h"
 
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
-  const lab::LabInfo* info = lab::find_lab("memory-throughput");
-  REQUIRE(info != nullptr);
-  lab::Context ctx;
-  ctx.quick = true;
-  ctx.dtype = dtype;
-  ctx.flip = flip;
-  return lab::run_lab(*info, ctx);
-}
-
-const lab::Check* find_check(const lab::Report& r, const std::string& start) {
-  for (const auto& c : r.checks())
-    if (c.claim.find(start) != std::string::npos) return &c;
-  return nullptr;
+  return run_quick_lab("memory-throughput", dtype, flip);
 }
 
 }  // namespace

@@ -5,27 +5,12 @@
 
 #include <torch/torch.h>
 
-#include "lab/registry.h"
+#include "lab_test_support.h"
 
 namespace {
 
 lab::Report run_quick(bool flip, torch::ScalarType dtype = torch::kBFloat16) {
-  const lab::LabInfo* info = lab::find_lab("bf16-scaling");
-  REQUIRE(info != nullptr);
-  lab::Context ctx;
-  ctx.device = torch::kCPU;
-  ctx.dtype = dtype;
-  ctx.quick = true;
-  ctx.flip = flip;
-  return lab::run_lab(*info, ctx);
-}
-
-// The check whose claim contains `words`.
-const lab::Check& check_about(const lab::Report& report, std::string_view words) {
-  for (const auto& c : report.checks())
-    if (c.claim.find(words) != std::string::npos) return c;
-  FAIL("no check mentions '" << words << "'");
-  throw std::logic_error("unreachable");
+  return run_quick_lab("bf16-scaling", dtype, flip);
 }
 
 }  // namespace
