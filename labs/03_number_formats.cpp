@@ -121,6 +121,7 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("number-formats", /*question=*/3, "bf16 vs fp16: range versus precision", run,
+AMP_LAB_REGISTER("number-formats", /*question=*/3, "bf16 vs fp16: range versus precision",
+                 /*heading=*/"bf16 and fp16 side by side: limits, layouts and round trips", run,
                  /*provides=*/{"fp16_max", "bf16_max", "fp16_min_subnormal", "bf16_min_normal", "fp16_mantissa_bits",
                                "bf16_mantissa_bits", "bf16_epsilon", "big_as_bf16", "tiny_as_bf16", "one_plus_as_fp16"});

@@ -300,7 +300,8 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("memory-throughput", /*question=*/5, "Memory and throughput of 16-bit training", run,
+AMP_LAB_REGISTER("memory-throughput", /*question=*/5, "Memory and throughput of 16-bit training",
+                 /*heading=*/"Bytes and speed of fp32 and 16-bit training steps", run,
                  /*provides=*/{"weight_bytes_ratio", "activation_bytes_ratio", "autocast_total_ratio",
                                "autocast_breakeven_batch", "output_error_ratio", "mlp_bf16_vs_fp32", "mlp_fp16_vs_fp32",
                                "matmul_bf16_vs_fp32", "matmul_fp16_vs_fp32"});

@@ -251,6 +251,7 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("autocast-policy", /*question=*/8, "What autocast does: a dtype per op", run,
+AMP_LAB_REGISTER("autocast-policy", /*question=*/8, "What autocast does: a dtype per op",
+                 /*heading=*/"Sixteen ops under autocast: the dtype each one returns", run,
                  /*provides=*/{"policy_matches", "ops_fp32_or_wider", "autocast_rel_err", "fp32_rel_err",
                                "bitwise_differ_share"});

@@ -16,7 +16,8 @@ lab::Report tiny_lab(const lab::Context& ctx) {
   r.check("a random draw lies in [0, 1)", true, "by construction");
   return r;
 }
-AMP_LAB_REGISTER("tiny", /*question=*/9, "A tiny lab", tiny_lab, /*provides=*/{"draw"});
+AMP_LAB_REGISTER("tiny", /*question=*/9, "A tiny lab", /*heading=*/"A draw from a seeded generator", tiny_lab,
+                 /*provides=*/{"draw"});
 
 }  // namespace
 
@@ -34,6 +35,32 @@ TEST_CASE("a report keeps observations, tables, charts and checks in the order t
   CHECK(text.find("12.50%") != std::string::npos);
   CHECK(text.find("PASS  16-bit formats have 16 bits") != std::string::npos);
   CHECK(text.find("verdict: PASS, 1/1 checks hold") != std::string::npos);
+}
+
+TEST_CASE("the measured part hides the title, checks and takeaways; the verdict part shows only them") {
+  lab::Report r("demo", "Loss scaling rescues gradients");
+  r.note("dtypes: fp16");
+  r.observe("share", "gradients zeroed", 55.6, "%");
+  r.check("scaling rescues them", true, "55.6% -> 0.0%");
+  r.takeaway("scaling shifts small gradients into range");
+  const std::string measured = r.render_text({.part = lab::Part::Measured, .heading = "Small gradients in fp16"});
+  CHECK(measured.find("Small gradients in fp16") != std::string::npos);
+  CHECK(measured.find("gradients zeroed") != std::string::npos);
+  CHECK(measured.find("dtypes: fp16") != std::string::npos);
+  CHECK(measured.find("rescues") == std::string::npos);
+  CHECK(measured.find("PASS") == std::string::npos);
+  CHECK(measured.find("shifts small gradients") == std::string::npos);
+  CHECK(measured.find("verdict") == std::string::npos);
+  const std::string verdict = r.render_text({.part = lab::Part::Verdict});
+  CHECK(verdict.find("Loss scaling rescues gradients") != std::string::npos);
+  CHECK(verdict.find("PASS  scaling rescues them") != std::string::npos);
+  CHECK(verdict.find("shifts small gradients") != std::string::npos);
+  CHECK(verdict.find("gradients zeroed") == std::string::npos);
+  CHECK(verdict.find("verdict: PASS, 1/1") != std::string::npos);
+  const std::string all = r.render_text();
+  CHECK(all.find("gradients zeroed") < all.find("PASS"));
+  CHECK(all.find("PASS") < all.find("shifts small gradients"));
+  CHECK(r.to_json()["takeaways"][0] == "scaling shifts small gradients into range");
 }
 
 TEST_CASE("a failed check fails the report and shows as FAIL") {

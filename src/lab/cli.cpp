@@ -103,7 +103,7 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     if (!notice.empty()) (json ? std::cerr : std::cout) << notice << "\n";
     Report report = run_lab(info, ctx);
     if (json) std::cout << report.to_json().dump(2) << "\n";
-    else std::cout << report.render_text({want_color(no_color)});
+    else std::cout << report.render_text({.color = want_color(no_color)});
     return report.passed() ? kExitPass : kExitCheckFailed;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: lab failed: %s\n", program.c_str(), one_line(e).c_str());

@@ -35,11 +35,12 @@ std::string executable_name(const std::string& source) {
 
 }  // namespace
 
-Registrar::Registrar(std::string id, int question, std::string title, const char* file, LabFn fn,
-                     std::vector<std::string> provides) {
+Registrar::Registrar(std::string id, int question, std::string title, std::string heading, const char* file,
+                     LabFn fn, std::vector<std::string> provides) {
   auto& all = mutable_labs();
   std::string source = relative_source(file);
-  all.push_back({std::move(id), question, std::move(title), source, executable_name(source), fn, std::move(provides)});
+  all.push_back({std::move(id), question, std::move(title), std::move(heading), source, executable_name(source), fn,
+                 std::move(provides)});
   std::stable_sort(all.begin(), all.end(), [](const LabInfo& a, const LabInfo& b) { return a.question < b.question; });
 }
 

@@ -1,8 +1,11 @@
 // The list of labs. A lab file registers itself with one line:
 //
-//   AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates", run,
+//   AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates",
+//                    /*heading=*/"Tiny updates to weights stored in 16 bits and in FP32", run,
 //                    /*provides=*/{"lost_share_16bit", "final_loss_ratio"});
 //
+// The title states what the lab shows (the answer); the heading poses the experiment without the
+// conclusion, for the quiz to show before the learner answers.
 // `provides` names the observations the quiz may cite; quiz.yaml is checked against it on load, and a
 // test runs every lab to make sure each promised observation is really reported.
 // and labs/CMakeLists.txt gets one `amp_lab_add_lab(01_master_weights)` line.
@@ -23,6 +26,7 @@ struct LabInfo {
   std::string id;          // "master-weights"
   int question = 0;        // the quiz question it backs, 1..8
   std::string title;
+  std::string heading;     // neutral: what is measured, not what it proves
   std::string source;      // "labs/01_master_weights.cpp"
   std::string executable;  // "lab01_master_weights"
   LabFn fn = nullptr;
@@ -35,7 +39,7 @@ const std::vector<LabInfo>& labs();
 const LabInfo* find_lab(std::string_view name);
 
 struct Registrar {
-  Registrar(std::string id, int question, std::string title, const char* file, LabFn fn,
+  Registrar(std::string id, int question, std::string title, std::string heading, const char* file, LabFn fn,
             std::vector<std::string> provides = {});
 };
 
@@ -46,7 +50,7 @@ Report run_lab(const LabInfo& info, const Context& ctx);
 
 #define AMP_LAB_CONCAT_(a, b) a##b
 #define AMP_LAB_CONCAT(a, b) AMP_LAB_CONCAT_(a, b)
-#define AMP_LAB_REGISTER(id, question, title, fn, ...)                                     \
-  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__) {            \
-    id, question, title, __FILE__, fn __VA_OPT__(, std::vector<std::string> __VA_ARGS__) \
+#define AMP_LAB_REGISTER(id, question, title, heading, fn, ...)                                     \
+  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__) {                     \
+    id, question, title, heading, __FILE__, fn __VA_OPT__(, std::vector<std::string> __VA_ARGS__) \
   }

@@ -22,6 +22,7 @@ Report::Report(std::string lab_id, std::string title) : id_(std::move(lab_id)), 
 
 void Report::section(std::string heading) { blocks_.push_back(Heading{std::move(heading)}); }
 void Report::note(std::string text) { blocks_.push_back(Note{std::move(text)}); }
+void Report::takeaway(std::string text) { blocks_.push_back(Takeaway{std::move(text)}); }
 
 const Observation& Report::observe(std::string key, std::string label, double value, std::string unit,
                                    std::string text) {
@@ -70,37 +71,46 @@ double Report::value(std::string_view key) const {
 
 std::string Report::render_text(const RenderOptions& options) const {
   const Style style{options.color};
+  const bool measured = options.part != Part::Verdict;  // observations, tables, charts, notes
+  const bool verdict = options.part != Part::Measured;  // checks, takeaways, the verdict line
   size_t label_width = 0;
   for (const auto& o : observations_) label_width = std::max(label_width, display_width(o.label));
   label_width = std::min<size_t>(label_width, 52);
 
-  std::string out = style.bold("== " + title_ + " ==") + "\n";
-  if (!header_.empty()) out += style.dim(header_) + "\n";
+  const bool neutral = options.part == Part::Measured && !options.heading.empty();
+  std::string out = style.bold("== " + (neutral ? options.heading : title_) + " ==") + "\n";
+  if (measured && !header_.empty()) out += style.dim(header_) + "\n";
   for (const Block& block : blocks_) {
     if (auto* h = std::get_if<Heading>(&block)) {
-      out += "\n" + style.bold(h->text) + "\n";
+      if (measured) out += "\n" + style.bold(h->text) + "\n";
     } else if (auto* n = std::get_if<Note>(&block)) {
-      out += "  " + n->text + "\n";
+      if (measured) out += "  " + n->text + "\n";
+    } else if (auto* t = std::get_if<Takeaway>(&block)) {
+      if (verdict) out += "  " + style.bold("=> ") + t->text + "\n";
     } else if (auto* o = std::get_if<ObsRef>(&block)) {
       const Observation& obs = observations_[o->index];
-      out += "  " + pad_right(obs.label, label_width) + "  " + style.bold(obs.text) + "\n";
+      if (measured) out += "  " + pad_right(obs.label, label_width) + "  " + style.bold(obs.text) + "\n";
     } else if (auto* t = std::get_if<TableRef>(&block)) {
+      if (!measured) continue;
       const Table& table = tables_[t->index];
       if (!table.title().empty()) out += "  " + table.title() + "\n";
       for (const auto& line : format_table(table.columns(), table.rows())) out += "    " + line + "\n";
     } else if (auto* c = std::get_if<ChartRef>(&block)) {
+      if (!measured) continue;
       const Chart& chart = charts_[c->index];
       if (!chart.title.empty()) out += "  " + chart.title + "\n";
       for (const auto& line : chart.lines) out += "    " + line + "\n";
     } else if (auto* k = std::get_if<CheckRef>(&block)) {
+      if (!verdict) continue;
       const Check& check = checks_[k->index];
       out += "  " + (check.passed ? style.green("PASS") : style.red("FAIL")) + "  " + check.claim + "\n";
       out += "        " + style.dim(check.evidence) + "\n";
     }
   }
+  if (!verdict) return out + style.dim("(measured in " + num(elapsed_s_, 3) + " s)") + "\n";
   const int total = static_cast<int>(checks_.size());
-  std::string verdict = passed() ? style.green("PASS") : style.red("FAIL");
-  out += "\nverdict: " + verdict + ", " + std::to_string(checks_passed()) + "/" + std::to_string(total) +
+  std::string verdict_word = passed() ? style.green("PASS") : style.red("FAIL");
+  out += "\nverdict: " + verdict_word + ", " + std::to_string(checks_passed()) + "/" + std::to_string(total) +
          " checks hold (" + num(elapsed_s_, 3) + " s)\n";
   return out;
 }
@@ -122,8 +132,11 @@ nlohmann::json Report::to_json() const {
   j["checks"] = nlohmann::json::array();
   for (const auto& c : checks_) j["checks"].push_back({{"claim", c.claim}, {"evidence", c.evidence}, {"passed", c.passed}});
   j["notes"] = nlohmann::json::array();
-  for (const auto& b : blocks_)
+  j["takeaways"] = nlohmann::json::array();
+  for (const auto& b : blocks_) {
     if (auto* n = std::get_if<Note>(&b)) j["notes"].push_back(n->text);
+    if (auto* t = std::get_if<Takeaway>(&b)) j["takeaways"].push_back(t->text);
+  }
   return j;
 }
 

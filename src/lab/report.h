@@ -49,8 +49,18 @@ struct Chart {
   nlohmann::json data;
 };
 
+// Which part of a report to render. The quiz shows a lab in two parts so that the learner observes
+// before answering: first what was measured, under a neutral heading; after the answer, the checks.
+enum class Part {
+  All,       // everything, in the order the lab added it (a lab run alone, `--reveal`)
+  Measured,  // the heading instead of the title; no checks, no takeaways, no verdict
+  Verdict,   // the title, then the checks and takeaways, then the verdict line
+};
+
 struct RenderOptions {
   bool color = false;
+  Part part = Part::All;
+  std::string heading;  // shown in place of the title for Part::Measured (the title states the answer)
 };
 
 class Report {
@@ -59,6 +69,8 @@ class Report {
 
   void section(std::string heading);
   void note(std::string text);
+  // A note that states the conclusion: kept out of the Measured part, shown with the checks.
+  void takeaway(std::string text);
   // `text` defaults to the value with 4 significant digits followed by the unit.
   const Observation& observe(std::string key, std::string label, double value, std::string unit = "",
                              std::string text = "");
@@ -87,11 +99,12 @@ class Report {
  private:
   struct Heading { std::string text; };
   struct Note { std::string text; };
+  struct Takeaway { std::string text; };
   struct ObsRef { size_t index; };
   struct TableRef { size_t index; };
   struct ChartRef { size_t index; };
   struct CheckRef { size_t index; };
-  using Block = std::variant<Heading, Note, ObsRef, TableRef, ChartRef, CheckRef>;
+  using Block = std::variant<Heading, Note, Takeaway, ObsRef, TableRef, ChartRef, CheckRef>;
 
   std::string id_;
   std::string title_;

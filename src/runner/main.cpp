@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <cxxopts.hpp>
 #include <fmt/format.h>
 
@@ -88,6 +90,8 @@ int cmd_quiz(int argc, const char* const* argv) {
   if (walk.reveal && walk.answers) throw lab::UsageError("--reveal and --answers do not go together");
   if (args.count("json")) walk.json_path = args["json"].as<std::string>();
   walk.color = lab::want_color(args.count("no-color") > 0);
+  // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
+  walk.pause = !walk.answers && !walk.reveal && isatty(STDIN_FILENO);
   runner::install_interrupt_handler();
   return runner::walk(quiz, walk, std::cin, std::cout);
 }

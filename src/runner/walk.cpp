@@ -100,6 +100,24 @@ std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, c
   }
 }
 
+// Between questions, so the explanation stays on screen until the learner has read it. Returns false
+// to stop the walk (q, EOF, Ctrl-C).
+bool pause(std::istream& in, std::ostream& out, const lab::Style& style, std::string* stop_reason) {
+  out << "\n" << style.dim("Enter: next lab, q: quit ") << std::flush;
+  std::string line;
+  if (!std::getline(in, line)) {
+    *stop_reason = g_interrupted ? "interrupted" : "end of input";
+    out << "\n";
+    return false;
+  }
+  const auto first = line.find_first_not_of(" \t\r");
+  if (first != std::string::npos && std::tolower(static_cast<unsigned char>(line[first])) == 'q') {
+    *stop_reason = "quit";
+    return false;
+  }
+  return true;
+}
+
 nlohmann::json to_json(const std::vector<Answered>& walked, const WalkOptions& options, int right, bool completed,
                        bool all_passed) {
   nlohmann::json j;
@@ -164,7 +182,10 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
     try {
       if (!info) throw std::runtime_error("no lab named '" + a.question->lab + "'");
       a.report = lab::run_lab(*info, options.ctx);
-      out << a.report->render_text({options.color});
+      // Observe first: what the lab measured, under its neutral heading. The checks state the answer,
+      // so they wait until the learner has answered (--reveal shows everything at once).
+      const lab::Part part = options.reveal ? lab::Part::All : lab::Part::Measured;
+      out << a.report->render_text({.color = options.color, .part = part, .heading = info->heading});
     } catch (const std::exception& e) {
       a.lab_error = lab::one_line(e);
       out << style.red("The lab failed: " + a.lab_error) << "\n";
@@ -201,7 +222,9 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
       ++wrong;
       out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
     }
+    if (a.report) out << "\n" << a.report->render_text({.color = options.color, .part = lab::Part::Verdict});
     print_explanation(a, out, style);
+    if (options.pause && i + 1 < walked.size() && !pause(in, out, style, &stop_reason)) break;
   }
 
   // Summary.

@@ -1,5 +1,6 @@
-// The quiz walk: for each question, run its lab, show the report, ask, reveal, explain with the
-// numbers just measured; then the score and a summary table.
+// The quiz walk: for each question, run its lab and show what it measured (under a neutral heading),
+// ask, then show the lab's checks and explain with the numbers just measured; then the score and a
+// summary table.
 #pragma once
 
 #include <iosfwd>
@@ -18,6 +19,7 @@ struct WalkOptions {
   std::vector<int> only;               // question numbers to ask; empty: all
   std::optional<std::string> answers;  // scripted answers, one letter per question (s skips)
   bool reveal = false;                 // no questions: show the answer key with explanations
+  bool pause = false;                  // after each explanation wait for Enter (a person at a terminal)
   std::optional<std::string> json_path;
   bool color = false;
 };
