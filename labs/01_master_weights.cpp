@@ -228,8 +228,8 @@ lab::Report run(const lab::Context& ctx) {
   const double above = (all > std::ldexp(1.0, -bound)).to(torch::kDouble).mean().item<double>();
   r.chart(lab::log2_histogram(fmt::format("|lr x grad| / |weight| of all {} updates of the fp32 run", all.numel()), all,
                               /*lo=*/-bound - 7, /*hi=*/-bound + 5, /*step=*/1,
-                              {{-bound, fmt::format("{} bound 2^-{} (kept above)", store_name, bound)},
-                               {-bound - 1, fmt::format("{} bound 2^-{} (lost below)", store_name, bound + 1)}}));
+                              {{-bound, fmt::format("{}: kept from 2^-{} up", store_name, bound)},
+                               {-bound - 1, fmt::format("{}: depends on the mantissa; lost below 2^-{}", store_name, bound + 1)}}));
   r.observe("updates_below_bound", fmt::format("updates below 2^-{} of their weight", bound + 1), below * 100, "%");
   r.observe("updates_above_bound", fmt::format("updates above 2^-{} of their weight", bound), above * 100, "%");
   r.check(fmt::format("most of the run's updates (> {}) are below {}'s loss bound 2^-{}", lab::percent(kLostLarge, 0),
