@@ -136,9 +136,8 @@ lab::Report run(const lab::Context& ctx) {
 
   r.section(fmt::format("(a) Rounding: w = 1 plus {} updates of {}", kRepeats, kTinyUpdate));
   double w_after[2];
-  const torch::ScalarType kinds[2] = {torch::kFloat, store};
   for (int k = 0; k < 2; ++k) {
-    auto w = torch::ones({}, torch::dtype(kinds[k]).device(ctx.device));
+    auto w = torch::ones({}, torch::dtype(k == 0 ? torch::kFloat : store).device(ctx.device));
     for (int i = 0; i < kRepeats; ++i) w.add_(kTinyUpdate);  // stored back in w's own dtype each time
     w_after[k] = w.item<double>();
   }
@@ -178,9 +177,8 @@ lab::Report run(const lab::Context& ctx) {
           fmt::format("w = {:.6f} (fp32 {:.6f}); lost {} at 2^-{}, {} at 2^-{}, {} at 2^-{}; ties: {:.6f}, {:.6f}",
                       w_after[1], w_after[0], lab::percent(lost_at[3]), rule + 1, lab::percent(lost_at[2]), rule + 0.5,
                       lab::percent(lost_at[1]), rule, tie_even, tie_odd));
-  r.takeaway(fmt::format("{} keeps an update larger than 2^-{} of the weight, loses one smaller than 2^-{}, and in "
-                         "between it depends on the weight's mantissa; an exact tie rounds to the even neighbour",
-                         low_name, rule, rule + 1));
+  r.takeaway(fmt::format("{} keeps an update larger than 2^-{} of the weight, loses one smaller than 2^-{}, and in between it "
+                         "depends on the weight's mantissa; an exact tie rounds to the even neighbour", low_name, rule, rule + 1));
 
   // (b) Teacher-student regression; the student starts near the teacher (fine-tuning).
   const int64_t steps = ctx.size(300, 600, 100);

@@ -156,7 +156,7 @@ lab::Report run(const lab::Context& ctx) {
   r.observe("k_max", "longest dot product K", static_cast<double>(k_max), "", std::to_string(k_max));
   r.observe("err_fp16_acc_kmin", "(a) fp16 accumulation error at K = 256", first.fp16_acc, "", lab::sci(first.fp16_acc));
   r.observe("err_fp16_acc_kmax", "(a) fp16 accumulation error at the longest K", last.fp16_acc, "", lab::sci(last.fp16_acc));
-  r.observe("err_blocked_kmax", "(a') blocked fp16 accumulation error at the longest K", last.blocked, "",
+  r.observe("err_blocked_kmax", "(a') blocked fp16 acc error at the longest K", last.blocked, "",
             lab::sci(last.blocked));
   r.observe("err_fp32_acc_kmax", "(b) " + lab::short_name(acc_b) + " accumulation error at the longest K", last.fp32_acc, "", lab::sci(last.fp32_acc));
   r.observe("err_matmul_kmax", "(c) fp16 at::matmul error at the longest K", last.matmul, "", lab::sci(last.matmul));
