@@ -235,7 +235,8 @@ lab::Report run(const lab::Context& ctx) {
                "convert back at " + lab::num(via, 3) + "x: " +
                (kernel < kKernelBound * via ? "the time goes to the 16-bit kernel, not to the conversion"
                 : kernel > 1.05             ? "this device has fast native " + nm + " arithmetic"
-                                            : "the 16-bit kernel is about as fast as fp32 here"));
+                : kernel >= 0.95            ? "the 16-bit kernel is about as fast as fp32 here"
+                                            : "slower than fp32, but no slower than converting to fp32 and back"));
   }
 
   // The MLP's training step: autocast on fp32 weights, a GradScaler for fp16.
