@@ -233,8 +233,8 @@ lab::Report run(const lab::Context& ctx) {
                 " kernel, against " + lab::num(via, 3) + "x converted to fp32 and back");
     r.takeaway(nm + " matmul: the " + nm + " kernel ran at " + lab::num(kernel, 3) + "x fp32, convert + fp32 mm + " +
                "convert back at " + lab::num(via, 3) + "x: " +
-               (kernel < kKernelBound * via ? "the time goes to the 16-bit kernel, not to the conversion"
-                : kernel > 1.05             ? "this device has fast native " + nm + " arithmetic"
+               (kernel > 1.05               ? "this device has fast native " + nm + " arithmetic"
+                : kernel < kKernelBound * via ? "the time goes to the 16-bit kernel, not to the conversion"
                 : kernel >= 0.95            ? "the 16-bit kernel is about as fast as fp32 here"
                                             : "slower than fp32, but no slower than converting to fp32 and back"));
   }
