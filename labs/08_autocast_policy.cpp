@@ -1,21 +1,16 @@
 // Lab 08: what autocast does: it picks a dtype per op, it does not convert everything.
 //
-// Backs quiz question 8 ("What does autocast do in automatic mixed precision?"). Under amp::Autocast a
-// set of representative ops runs on the chosen device and the lab prints the dtype each one returns
-// next to the policy PyTorch documents for that device (aten/src/ATen/autocast_mode.cpp, reference
-// section 2): matmul-like ops run in the 16-bit type, loss functions, prod and (on CUDA) reductions,
-// softmax, exp and layer_norm are kept in fp32, mixed inputs are promoted, and in-place ops, ops
-// given an explicit dtype and float64 tensors are left alone. Each op also runs with autocast off, and
-// the lab counts the ops autocast changed. mv, addmv and addr show a CPU/CUDA difference (16-bit on
-// CUDA, in no list on the CPU). Then it shows that a layer computes in 16-bit while its parameters stay
-// fp32, that an autocast result is close to but not bitwise equal to the fp32 result (both against a
-// float64 reference), and that a nested Autocast(..., enabled=false) region switches autocast off.
+// Backs quiz question 8 ("What does autocast do in automatic mixed precision?"). Representative ops run
+// under amp::Autocast and with autocast off; the lab prints the dtype each returns next to the policy
+// PyTorch documents for the device (aten/src/ATen/autocast_mode.cpp, reference section 2; derived from
+// the op lists below, not from a run) and counts the ops autocast changed: matmul-like ops go 16-bit,
+// losses and prod fp32, mixed inputs are promoted, in-place ops, explicit dtypes and float64 are left
+// alone; mv, addmv and addr are 16-bit on CUDA only. Then: a layer computes in 16-bit while its
+// parameters stay fp32; its result is close to, not bitwise equal to, fp32's (both against float64);
+// a nested Autocast(..., enabled=false) region switches autocast off.
 //
-// The expected dtype of every row is derived from the documented op lists below, not from a run.
 // Run alone:  build/bin/lab08_autocast_policy [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
-// --flip: the same ops run with autocast disabled (Autocast(..., enabled=false)), so every check
-//         must FAIL: nothing matches the 16-bit policy, nothing changes, the layer computes in fp32.
-// The lab is small already, so --quick changes nothing.
+// --flip: the same ops run with autocast disabled, so every check must FAIL. --quick changes nothing.
 #include <algorithm>
 #include <functional>
 #include <optional>
