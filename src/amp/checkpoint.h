@@ -1,7 +1,10 @@
 // One file holding model, optimizer and scaler, the C++ form of
 //   torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "scaler": s.state_dict()}, path)
+//   ckpt = torch.load(path, map_location=device)
 #pragma once
 
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <torch/nn/module.h>
@@ -11,9 +14,21 @@
 
 namespace amp {
 
+// A checkpoint that cannot be applied (missing entry, shape or dtype that does not fit, unreadable file).
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 void save_checkpoint(const std::string& path, const torch::nn::Module& model,
                      const torch::optim::Optimizer& optimizer, const GradScaler& scaler);
+
+// All or nothing: the model's entries (names, shapes, dtypes) and the scaler state are checked before
+// anything is written, the optimizer is restored if its state does not load; on any error model,
+// optimizer and scaler are left as they were and a CheckpointError (or GradScalerError) is thrown.
+// map_location: the device every saved tensor is loaded onto (torch.load's map_location), e.g. a
+// checkpoint written on a GPU loaded on a CPU machine; nullopt keeps the devices they were saved from.
+// The model's parameters move to the device of the loaded tensors, as Module::load does.
 void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optimizer,
-                     GradScaler& scaler);
+                     GradScaler& scaler, std::optional<torch::Device> map_location = std::nullopt);
 
 }  // namespace amp

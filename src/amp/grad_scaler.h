@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -50,6 +51,18 @@ class GradScaler {
  public:
   explicit GradScaler(torch::Device device, GradScalerOptions options = {});
 
+  // A scaler owns live tensors and per-optimizer state: a plain copy would share the first and not the
+  // second, so copies are explicit (clone()) and moves are allowed.
+  GradScaler(const GradScaler&) = delete;
+  GradScaler& operator=(const GradScaler&) = delete;
+  GradScaler(GradScaler&&) = default;
+  GradScaler& operator=(GradScaler&&) = default;
+
+  // copy.deepcopy(scaler): an independent scaler with the same scale, tracker and factors. Like Python's
+  // (which goes through __getstate__), refused mid-iteration, between the first unscale_/step and update().
+  // Reads the scale and tracker (two host syncs); the copy creates its tensors lazily, at its first scale().
+  GradScaler clone() const;
+
   // outputs * scale. The scale tensor is created lazily on the first output's device.
   torch::Tensor scale(const torch::Tensor& outputs);
   std::vector<torch::Tensor> scale(const std::vector<torch::Tensor>& outputs);
@@ -64,9 +77,25 @@ class GradScaler {
 
   // Updates the scale from every optimizer stepped since the last update (no host sync), or sets it.
   void update(std::optional<double> new_scale = std::nullopt);
+  // Sets the scale from a one-element tensor on the scaler's device type, without a host sync. Python's
+  // checks: same device type, numel 1, requires_grad false; 0-dim as Python's copy_ requires. Any dtype is
+  // copied in as float32, as Python's copy_ does (an integer tensor included).
+  void update(const torch::Tensor& new_scale);
+  // Python's update(3) fails (an int has no .device): an integer literal is not a scale here either.
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int>, int> = 0>
+  void update(Int new_scale) = delete;
 
   double get_scale() const;  // syncs; 1.0 when disabled
   bool is_enabled() const { return enabled_; }
+
+  // Python's get_/set_ accessors. The setters take effect at the next update() and, like Python's, do not
+  // validate (the constructor does).
+  double get_growth_factor() const { return growth_factor_; }
+  void set_growth_factor(double new_factor) { growth_factor_ = new_factor; }
+  double get_backoff_factor() const { return backoff_factor_; }
+  void set_backoff_factor(double new_factor) { backoff_factor_ = new_factor; }
+  int64_t get_growth_interval() const { return growth_interval_; }
+  void set_growth_interval(int64_t new_interval) { growth_interval_ = new_interval; }
   // Host syncs this scaler has made (a .item() on a device tensor). The training loop makes one per step.
   int64_t host_syncs() const { return host_syncs_; }
 
@@ -76,6 +105,8 @@ class GradScaler {
   // torch::serialize support, so one archive holds model, optimizer and scaler.
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+  // Reads what save() wrote without applying it (load_checkpoint validates everything before applying).
+  static GradScalerState read_state(torch::serialize::InputArchive& archive);
 
  private:
   enum class Stage { Ready, Unscaled, Stepped };
@@ -88,8 +119,10 @@ class GradScaler {
   void require_scale(const char* funcname) const;
   void lazy_init(torch::Device device);
   int64_t growth_tracker_value() const;
+  // The one place the per-device found_inf flags of an optimizer are combined into the skip decision.
+  bool any_inf_found(OptimizerState& state);
 
-  torch::Device device_;
+  torch::Device device_ = torch::kCPU;
   bool enabled_;
   double init_scale_;
   double growth_factor_;
