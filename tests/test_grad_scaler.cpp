@@ -307,6 +307,31 @@ TEST_CASE("a checkpoint whose optimizer state does not fit leaves the optimizer 
   std::filesystem::remove(path);
 }
 
+TEST_CASE("a checkpoint whose second param group does not fit leaves the first group as it was too") {
+  // The optimizer's load applies group 0 (state, options) before it finds group 1 does not fit.
+  const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_groups.pt").string();
+  Problem a, b(/*seed=*/99);
+  auto pa = a.model->parameters(), pb = b.model->parameters();
+  REQUIRE(pa.size() == 4);
+  torch::optim::SGD src({torch::optim::OptimizerParamGroup({pa[0], pa[1]}), torch::optim::OptimizerParamGroup({pa[2], pa[3]})},
+                        torch::optim::SGDOptions(0.5).momentum(0.9));
+  amp::GradScaler sa(kCpu, {.init_scale = 8.0});
+  src.zero_grad();
+  sa.scale(a.loss()).backward();
+  sa.step(src);
+  sa.update();
+  amp::save_checkpoint(path, *a.model, src, sa);
+  torch::optim::SGD dst({torch::optim::OptimizerParamGroup({pb[0], pb[1]}), torch::optim::OptimizerParamGroup({pb[2]})},
+                        torch::optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler sb(kCpu);
+  REQUIRE(dst.state().empty());
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, dst, sb), doctest::Contains("the optimizer state does not fit"),
+                       amp::CheckpointError);
+  std::filesystem::remove(path);
+  CHECK(dst.param_groups()[0].options().get_lr() == doctest::Approx(0.05));
+  CHECK(dst.state().empty());
+}
+
 TEST_CASE("a checkpoint of another model shape is refused before anything is loaded") {
   const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_shape.pt").string();
   torch::manual_seed(3);

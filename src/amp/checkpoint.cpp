@@ -83,6 +83,9 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
     backup.save_to(buffer);
     torch::serialize::InputArchive restore;
     restore.load_from(buffer);
+    // load() assigns per-parameter state and options group by group, and only adds entries: drop what the
+    // failed load added before putting the saved state back.
+    optimizer.state().clear();
     optimizer.load(restore);
     throw CheckpointError(std::string("checkpoint: the optimizer state does not fit: ") + e.what());
   }
