@@ -143,3 +143,45 @@ TEST_CASE("CUDA autocast is refused without a GPU, and defaults to fp16 mm with 
   CHECK(dtype_of(torch::mm(a, a)) == dtype_name(torch::kHalf));
   CHECK(dtype_of(torch::softmax(a, /*dim=*/1)) == dtype_name(torch::kFloat));
 }
+
+TEST_CASE("CUDA requests follow Python's checks: float32 accepted, bf16 only where is_bf16_supported()") {
+  const amp::AutocastDeviceCaps ampere{.cuda_available = true, .cuda_bf16 = true};
+  const amp::AutocastDeviceCaps no_bf16{.cuda_available = true, .cuda_bf16 = false};
+  const amp::AutocastDeviceCaps no_gpu{.cuda_available = false, .cuda_bf16 = false};
+  for (auto dtype : {torch::kHalf, torch::kBFloat16, torch::kFloat}) {
+    CAPTURE(dtype);
+    CHECK_NOTHROW(amp::check_autocast_request(torch::kCUDA, dtype, ampere));
+  }
+  CHECK_NOTHROW(amp::check_autocast_request(torch::kCUDA, torch::kFloat, no_bf16));
+  CHECK_NOTHROW(amp::check_autocast_request(torch::kCUDA, torch::kHalf, no_bf16));
+  CHECK_THROWS_WITH_AS(amp::check_autocast_request(torch::kCUDA, torch::kBFloat16, no_bf16),
+                       "Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+                       amp::AutocastError);
+  // What Python warns about and disables, refused here: no GPU, a CPU dtype outside fp16/bf16.
+  CHECK_THROWS_WITH_AS(amp::check_autocast_request(torch::kCUDA, torch::kHalf, no_gpu),
+                       doctest::Contains("no CUDA device"), amp::AutocastError);
+  CHECK_THROWS_AS(amp::check_autocast_request(torch::kCPU, torch::kFloat, ampere), amp::AutocastError);
+  CHECK_THROWS_AS(amp::check_autocast_request(torch::kCUDA, torch::kInt, ampere), amp::AutocastError);
+  CHECK_THROWS_AS(amp::check_autocast_request(torch::kMeta, torch::kHalf, ampere), amp::AutocastError);
+}
+
+TEST_CASE("bf16 support follows torch.cuda.is_bf16_supported(): native from sm_80, emulation counts below") {
+  int probes = 0;
+  auto creatable = [&] { return ++probes, true; };
+  auto not_creatable = [&] { return ++probes, false; };
+  CHECK(amp::bf16_supported_rule(/*cuda_available=*/true, /*compute_capability=*/90, creatable));
+  CHECK(amp::bf16_supported_rule(true, 80, not_creatable));
+  CHECK(probes == 0);  // from 8.0 the tensor probe is not needed, as in Python
+  CHECK(amp::bf16_supported_rule(true, 75, creatable));  // Turing: emulated bf16 counts
+  CHECK_FALSE(amp::bf16_supported_rule(true, 70, not_creatable));
+  CHECK_FALSE(amp::bf16_supported_rule(true, 75, creatable, /*including_emulation=*/false));
+  CHECK_FALSE(amp::bf16_supported_rule(/*cuda_available=*/false, 90, creatable));
+  CHECK(probes == 2);
+  // This machine: without CUDA there is no bf16 on CUDA, native or not.
+  if (!amp::cuda_available()) {
+    CHECK_FALSE(amp::cuda_supports_bf16());
+    CHECK_FALSE(amp::cuda_supports_bf16_natively());
+  } else if (amp::cuda_supports_bf16_natively()) {
+    CHECK(amp::cuda_supports_bf16());  // native implies supported
+  }
+}

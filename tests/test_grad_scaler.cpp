@@ -1,13 +1,17 @@
 // amp::GradScaler: torch.amp.GradScaler's semantics, one behaviour per test.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <type_traits>
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "amp/checkpoint.h"
+#include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
 #include "doctest_torch.h"
 
@@ -48,6 +52,48 @@ bool train_step(Problem& p, amp::GradScaler& scaler, float poison = 0) {
   scaler.update();
   return stepped;
 }
+
+// Whether scaler.update(value) compiles for a value of type T.
+template <typename T>
+concept UpdatableWith = requires(amp::GradScaler& s, T v) { s.update(v); };
+
+// Records the ATen ops this thread dispatches while it lives (a RecordFunction callback): the op's name
+// and, for a tensor-list first argument, the dtypes in it. Seen from outside the library.
+class OpRecorder {
+ public:
+  struct Call {
+    std::string name;
+    std::vector<std::string> list_dtypes;  // dtype names (doctest prints strings, not c10 enums)
+  };
+  OpRecorder() {
+    calls_.clear();
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&OpRecorder::on_start).needsInputs(true));
+  }
+  ~OpRecorder() { at::removeCallback(handle_); }
+  OpRecorder(const OpRecorder&) = delete;
+  OpRecorder& operator=(const OpRecorder&) = delete;
+  int64_t count(const std::string& name) const {
+    return std::count_if(calls_.begin(), calls_.end(), [&](const Call& c) { return c.name == name; });
+  }
+  std::vector<Call> calls(const std::string& name) const {
+    std::vector<Call> out;
+    for (const auto& c : calls_)
+      if (c.name == name) out.push_back(c);
+    return out;
+  }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
+    Call call{fn.name(), {}};
+    const auto inputs = fn.inputs();
+    if (!inputs.empty() && inputs[0].isTensorList())
+      for (const auto& t : inputs[0].toTensorList()) call.list_dtypes.push_back(dtype_name(static_cast<torch::Tensor>(t).scalar_type()));
+    calls_.push_back(std::move(call));
+    return nullptr;
+  }
+  static inline thread_local std::vector<Call> calls_;
+  at::CallbackHandle handle_;
+};
 
 }  // namespace
 
@@ -210,6 +256,117 @@ TEST_CASE("one checkpoint file holds model, optimizer and scaler, and resumes id
   CHECK(sa.get_scale() == sb.get_scale());
 }
 
+TEST_CASE("a checkpoint whose scaler state does not fit changes nothing: model, optimizer and scaler") {
+  const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_bad.pt").string();
+  Problem a, b(/*seed=*/99);
+  amp::GradScaler disabled(kCpu, {.enabled = false});
+  for (int i = 0; i < 2; ++i) train_step(a, disabled);
+  amp::save_checkpoint(path, *a.model, a.opt, disabled);  // its scaler state is empty
+  amp::GradScaler sb(kCpu, {.init_scale = 32.0, .growth_interval = 3});
+  train_step(b, sb);
+  const auto params_before = b.flat_params().clone();
+  torch::serialize::OutputArchive opt_before;
+  b.opt.save(opt_before);
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, b.opt, sb),
+                       doctest::Contains("The source state dict is empty"), amp::GradScalerError);
+  CHECK(torch::equal(b.flat_params(), params_before));
+  CHECK(sb.get_scale() == 32.0);
+  CHECK(sb.state_dict().growth_tracker == 1);
+  // The optimizer kept its momentum: b's next step equals that of a twin that never saw the checkpoint.
+  Problem twin(/*seed=*/99);
+  amp::GradScaler st(kCpu, {.init_scale = 32.0, .growth_interval = 3});
+  train_step(twin, st);
+  train_step(twin, st);
+  train_step(b, sb);
+  CHECK(torch::equal(b.flat_params(), twin.flat_params()));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a checkpoint whose optimizer state does not fit leaves the optimizer and model as they were") {
+  const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_opt.pt").string();
+  Problem a;
+  torch::optim::Adam adam(a.model->parameters(), torch::optim::AdamOptions(1e-3));
+  amp::GradScaler sa(kCpu, {.init_scale = 8.0});
+  adam.zero_grad();
+  sa.scale(a.loss()).backward();
+  sa.step(adam);
+  sa.update();
+  amp::save_checkpoint(path, *a.model, adam, sa);  // same model shapes, an Adam state
+  Problem b(/*seed=*/99), twin(/*seed=*/99);
+  amp::GradScaler sb(kCpu, {.init_scale = 32.0}), st(kCpu, {.init_scale = 32.0});
+  train_step(b, sb);
+  train_step(twin, st);
+  const auto params_before = b.flat_params().clone();
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, b.opt, sb),
+                       doctest::Contains("the optimizer state does not fit"), amp::CheckpointError);
+  CHECK(torch::equal(b.flat_params(), params_before));
+  CHECK(sb.get_scale() == 32.0);
+  train_step(b, sb);
+  train_step(twin, st);
+  CHECK(torch::equal(b.flat_params(), twin.flat_params()));  // SGD momentum restored as it was
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a checkpoint whose second param group does not fit leaves the first group as it was too") {
+  // The optimizer's load applies group 0 (state, options) before it finds group 1 does not fit.
+  const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_groups.pt").string();
+  Problem a, b(/*seed=*/99);
+  auto pa = a.model->parameters(), pb = b.model->parameters();
+  REQUIRE(pa.size() == 4);
+  torch::optim::SGD src({torch::optim::OptimizerParamGroup({pa[0], pa[1]}), torch::optim::OptimizerParamGroup({pa[2], pa[3]})},
+                        torch::optim::SGDOptions(0.5).momentum(0.9));
+  amp::GradScaler sa(kCpu, {.init_scale = 8.0});
+  src.zero_grad();
+  sa.scale(a.loss()).backward();
+  sa.step(src);
+  sa.update();
+  amp::save_checkpoint(path, *a.model, src, sa);
+  torch::optim::SGD dst({torch::optim::OptimizerParamGroup({pb[0], pb[1]}), torch::optim::OptimizerParamGroup({pb[2]})},
+                        torch::optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler sb(kCpu);
+  REQUIRE(dst.state().empty());
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, dst, sb), doctest::Contains("the optimizer state does not fit"),
+                       amp::CheckpointError);
+  std::filesystem::remove(path);
+  CHECK(dst.param_groups()[0].options().get_lr() == doctest::Approx(0.05));
+  CHECK(dst.state().empty());
+}
+
+TEST_CASE("a checkpoint of another model shape is refused before anything is loaded") {
+  const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_shape.pt").string();
+  torch::manual_seed(3);
+  torch::nn::Sequential other(torch::nn::Linear(4, 5), torch::nn::ReLU(), torch::nn::Linear(5, 2));
+  torch::optim::SGD other_opt(other->parameters(), torch::optim::SGDOptions(0.1));
+  amp::GradScaler other_scaler(kCpu, {.init_scale = 2.0});
+  amp::save_checkpoint(path, *other, other_opt, other_scaler);
+  Problem b;
+  amp::GradScaler sb(kCpu, {.init_scale = 32.0});
+  train_step(b, sb);
+  const auto params_before = b.flat_params().clone();
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, b.opt, sb), doctest::Contains("model entry '0.weight'"),
+                       amp::CheckpointError);
+  CHECK(torch::equal(b.flat_params(), params_before));
+  CHECK(sb.get_scale() == 32.0);
+  CHECK_THROWS_AS(amp::load_checkpoint(path + ".absent", *b.model, b.opt, sb), amp::CheckpointError);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("load_checkpoint maps every tensor onto the device asked for, like map_location") {
+  const auto path = (std::filesystem::temp_directory_path() / "amp_lab_test_checkpoint_map.pt").string();
+  Problem a, b(/*seed=*/99);
+  amp::GradScaler sa(kCpu, {.init_scale = 32.0}), sb(kCpu);
+  train_step(a, sa);
+  amp::save_checkpoint(path, *a.model, a.opt, sa);
+  b.x = a.x, b.y = a.y;
+  amp::load_checkpoint(path, *b.model, b.opt, sb, /*map_location=*/torch::Device(torch::kCPU));
+  std::filesystem::remove(path);
+  for (const auto& param : b.model->parameters()) CHECK(param.device() == kCpu);
+  CHECK(torch::equal(a.flat_params(), b.flat_params()));
+  train_step(a, sa);
+  train_step(b, sb);
+  CHECK(torch::equal(a.flat_params(), b.flat_params()));
+}
+
 TEST_CASE("load_state_dict refuses the empty state of a disabled scaler") {
   amp::GradScaler disabled(kCpu, {.enabled = false});
   amp::GradScaler enabled(kCpu);
@@ -264,6 +421,188 @@ TEST_CASE("a training step makes exactly one host sync, in step") {
   CHECK(scaler.host_syncs() == 1);
   for (int i = 0; i < 5; ++i) train_step(p, scaler);
   CHECK(scaler.host_syncs() == 6);
+}
+
+TEST_CASE("seen from the dispatcher, scale, unscale_, step and update read one value to the host") {
+  Problem p;
+  amp::GradScaler scaler(kCpu, {.growth_interval = 2});
+  train_step(p, scaler);  // the scale exists: the step below is an ordinary one
+  p.opt.zero_grad();
+  auto loss = p.loss();
+  OpRecorder ops;
+  scaler.scale(loss).backward();
+  scaler.unscale_(p.opt);
+  CHECK(ops.count("aten::_local_scalar_dense") == 0);
+  scaler.step(p.opt);
+  CHECK(ops.count("aten::_local_scalar_dense") == 1);
+  scaler.update();
+  CHECK(ops.count("aten::_local_scalar_dense") == 1);
+  CHECK(ops.count("aten::_amp_update_scale_") == 1);  // the recorder does see the scaler's ops
+}
+
+TEST_CASE("unscale_ makes one fused call per dtype, as Python groups grads by device and dtype") {
+  // One optimizer over fp32 and fp64 parameters: the multi-tensor kernels take grads of one dtype only.
+  auto w32 = torch::ones({3}).requires_grad_();
+  auto w64 = torch::ones({2}, torch::kDouble).requires_grad_();
+  auto v32 = torch::ones({4}).requires_grad_();
+  torch::optim::SGD opt({w32, w64, v32}, torch::optim::SGDOptions(0.1));
+  amp::GradScaler scaler(kCpu, {.init_scale = 4.0});
+  scaler.scale((w32 * 3).sum() + (w64 * 5).sum() + (v32 * 7).sum()).backward();
+  OpRecorder ops;
+  scaler.unscale_(opt);
+  const auto calls = ops.calls("aten::_amp_foreach_non_finite_check_and_unscale_");
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0].list_dtypes == std::vector<std::string>{"Float", "Float"});
+  CHECK(calls[1].list_dtypes == std::vector<std::string>{"Double"});
+  CHECK(torch::equal(w64.grad(), torch::full({2}, 5.0, torch::kDouble)));
+  CHECK(torch::equal(v32.grad(), torch::full({4}, 7.0f)));
+}
+
+TEST_CASE("the growth and backoff setters change the next update, like Python's") {
+  Problem p;
+  amp::GradScaler scaler(kCpu, {.init_scale = 10.0, .growth_interval = 1});
+  CHECK(scaler.get_growth_factor() == 2.0);
+  CHECK(scaler.get_backoff_factor() == 0.5);
+  CHECK(scaler.get_growth_interval() == 1);
+  scaler.set_growth_factor(3.0);
+  train_step(p, scaler);
+  CHECK(scaler.get_scale() == 30.0);
+  scaler.set_backoff_factor(0.25);
+  train_step(p, scaler, kInf);
+  CHECK(scaler.get_scale() == 7.5);
+  scaler.set_growth_interval(3);
+  CHECK(scaler.get_growth_interval() == 3);
+  train_step(p, scaler);
+  train_step(p, scaler);
+  CHECK(scaler.get_scale() == 7.5);
+  CHECK(scaler.state_dict().growth_tracker == 2);
+  train_step(p, scaler);
+  CHECK(scaler.get_scale() == 22.5);
+  CHECK(scaler.get_growth_factor() == 3.0);
+  CHECK(scaler.get_backoff_factor() == 0.25);
+}
+
+TEST_CASE("load_state_dict restores the growth and backoff factors and the interval") {
+  Problem p;
+  amp::GradScaler source(kCpu, {.init_scale = 10.0, .growth_factor = 3.0, .backoff_factor = 0.25, .growth_interval = 1});
+  amp::GradScaler target(kCpu);  // defaults: 2.0, 0.5, 2000
+  target.load_state_dict(source.state_dict());
+  CHECK(target.get_growth_factor() == 3.0);
+  CHECK(target.get_backoff_factor() == 0.25);
+  CHECK(target.get_growth_interval() == 1);
+  train_step(p, target);
+  CHECK(target.get_scale() == 30.0);
+  train_step(p, target, kInf);
+  CHECK(target.get_scale() == 7.5);
+}
+
+TEST_CASE("load_state_dict into a scaler in use overwrites its live scale and tracker") {
+  Problem p;
+  amp::GradScaler scaler(kCpu, {.init_scale = 64.0, .growth_interval = 5});
+  for (int i = 0; i < 3; ++i) train_step(p, scaler);
+  REQUIRE(scaler.state_dict().growth_tracker == 3);
+  amp::GradScalerState state = scaler.state_dict();
+  state.scale = 6.0;
+  state.growth_tracker = 4;
+  scaler.load_state_dict(state);
+  CHECK(scaler.get_scale() == 6.0);
+  CHECK(scaler.state_dict().growth_tracker == 4);
+  train_step(p, scaler);  // the fifth clean step counted from the loaded tracker: growth
+  CHECK(scaler.get_scale() == 12.0);
+  CHECK(scaler.state_dict().growth_tracker == 0);
+}
+
+TEST_CASE("after update(new_scale), as float or tensor, the next iteration steps normally") {
+  Problem p;
+  amp::GradScaler scaler(kCpu, {.init_scale = 16.0, .growth_interval = 100});
+  for (int i = 0; i < 2; ++i) {
+    CAPTURE(i);
+    p.opt.zero_grad();
+    scaler.scale(p.loss()).backward();
+    scaler.unscale_(p.opt);
+    REQUIRE(scaler.step(p.opt));
+    if (i == 0) scaler.update(/*new_scale=*/5.0);
+    else scaler.update(torch::tensor(7.0));
+    const auto before = p.flat_params().clone();
+    CHECK_NOTHROW(CHECK(train_step(p, scaler)));  // stages were reset: unscale_/step are allowed again
+    CHECK_FALSE(torch::equal(p.flat_params(), before));
+  }
+  CHECK(scaler.get_scale() == 7.0);
+}
+
+TEST_CASE("update(new_scale) takes a one-element tensor with Python's checks") {
+  Problem p;
+  amp::GradScaler scaler(kCpu, {.init_scale = 16.0});
+  train_step(p, scaler);
+  auto source = torch::tensor(3.5);
+  scaler.update(source);
+  source.fill_(100.0);  // the scale is a copy: later changes to the argument do not reach it
+  CHECK(scaler.get_scale() == 3.5);
+  scaler.update(torch::tensor(9.0, torch::kDouble));
+  CHECK(scaler.get_scale() == 9.0);
+  scaler.update(torch::tensor(int64_t{6}));  // Python's copy_ accepts an integer tensor too
+  CHECK(scaler.get_scale() == 6.0);
+  const char* reason = "new_scale should be a float or a 1-element torch.cuda.FloatTensor";
+  CHECK_THROWS_WITH_AS(scaler.update(torch::tensor({1.0f, 2.0f})), doctest::Contains(reason), amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(torch::tensor(2.0f).requires_grad_()), doctest::Contains(reason),
+                       amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(torch::tensor({2.0f})), doctest::Contains(reason), amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(torch::Tensor()), doctest::Contains(reason), amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(torch::tensor(2.0f).to(torch::kMeta)), doctest::Contains(reason),
+                       amp::GradScalerError);  // another device type
+  CHECK(scaler.get_scale() == 6.0);
+  // An integer is not a scale (Python: 'int' object has no attribute 'device'): it does not compile.
+  static_assert(!UpdatableWith<int> && !UpdatableWith<int64_t> && UpdatableWith<double> && UpdatableWith<torch::Tensor>);
+}
+
+TEST_CASE("an optimizer's inf does not carry over into an iteration it does not step in") {
+  Problem p1(1), p2(2);
+  amp::GradScaler scaler(kCpu, {.init_scale = 128.0, .growth_interval = 1});
+  p1.opt.zero_grad();
+  p2.opt.zero_grad();
+  auto losses = scaler.scale(std::vector<torch::Tensor>{p1.loss(), p2.loss()});
+  (losses[0] + losses[1]).backward();
+  p2.model->parameters()[0].mutable_grad().view(-1)[0] = kInf;
+  scaler.step(p1.opt);
+  scaler.step(p2.opt);
+  scaler.update();
+  REQUIRE(scaler.get_scale() == 64.0);
+  CHECK(train_step(p1, scaler));  // only p1 this time, and clean: growth, not a second backoff
+  CHECK(scaler.get_scale() == 128.0);
+}
+
+TEST_CASE("clone() gives an independent scaler and is refused mid-iteration, like Python's deepcopy") {
+  Problem p;
+  amp::GradScaler a(kCpu, {.init_scale = 32.0, .growth_factor = 3.0, .growth_interval = 2});
+  for (int i = 0; i < 3; ++i) train_step(p, a);
+  REQUIRE(a.get_scale() == 96.0);
+  amp::GradScaler b = a.clone();
+  CHECK(b.get_scale() == 96.0);
+  CHECK(b.state_dict().growth_tracker == 1);
+  CHECK(b.get_growth_factor() == 3.0);
+  CHECK(b.get_growth_interval() == 2);
+  p.opt.zero_grad();
+  a.scale(p.loss()).backward();
+  a.step(p.opt);
+  CHECK_THROWS_WITH_AS(a.clone(), doctest::Contains("may only be pickled at the beginning of an iteration"),
+                       amp::GradScalerError);
+  a.update(/*new_scale=*/2.0);
+  CHECK(a.get_scale() == 2.0);
+  CHECK(b.get_scale() == 96.0);  // the copy holds its own scale
+  CHECK(b.state_dict().growth_tracker == 1);
+  Problem q;
+  CHECK(train_step(q, b));  // and its own per-optimizer state: usable at once
+  CHECK(b.get_scale() == 288.0);
+  static_assert(!std::is_copy_constructible_v<amp::GradScaler> && std::is_move_constructible_v<amp::GradScaler>);
+}
+
+TEST_CASE("a moved scaler carries on where the original was") {
+  Problem p;
+  amp::GradScaler a(kCpu, {.init_scale = 8.0, .growth_interval = 2});
+  train_step(p, a);
+  amp::GradScaler b = std::move(a);
+  CHECK(train_step(p, b));
+  CHECK(b.get_scale() == 16.0);
 }
 
 TEST_CASE("update(new_scale) sets the scale and leaves the tracker alone") {

@@ -20,8 +20,10 @@
 
 namespace amp {
 
-// Thrown for a request autocast cannot honour. Python warns and silently disables autocast for an
-// unsupported dtype or a missing GPU; we refuse instead, so a lab never "measures" fp32 by accident.
+// Thrown for a request autocast cannot honour. Python warns and silently disables autocast for a CPU dtype
+// other than fp16/bf16 or a missing GPU; we refuse those instead, so a lab never "measures" fp32 by
+// accident. Python's own error (CUDA bf16 on a GPU without bf16, emulation counting as support) is
+// raised with its message. Like Python, CUDA accepts other floating dtypes (float32 included).
 struct AutocastError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
@@ -31,10 +33,11 @@ class Autocast {
   // Turns autocast on (or, with enabled = false, off) for `device`'s type in this thread until the guard
   // is destroyed; out-of-place ops on the autocast lists then run in `dtype`. Saves the previous state
   // and enters in Python's order (enabled, dtype, nesting depth, cache flag).
-  // dtype: the lower-precision type (fp16 or bf16); nullopt takes the device's current autocast dtype
+  // dtype: the lower-precision type (CPU: fp16 or bf16; CUDA: any floating type); nullopt takes the device's current autocast dtype
   // (bf16 on CPU, fp16 on CUDA unless changed). cache_enabled: nullopt keeps the current setting.
-  // Throws AutocastError when enabled and: the device is neither CPU nor CUDA, dtype is neither fp16 nor
-  // bf16, CUDA is asked for without a CUDA device, or bf16 on a GPU without bf16 (compute capability < 8.0).
+  // Throws AutocastError when enabled and: the device is neither CPU nor CUDA, a CPU dtype is neither fp16
+  // nor bf16, CUDA is asked for without a CUDA device, or bf16 on a GPU where torch.cuda.is_bf16_supported()
+  // is false (see check_autocast_request).
   // A disabled guard accepts any device and dtype, as Python's does. No device sync.
   explicit Autocast(c10::Device device, std::optional<c10::ScalarType> dtype = std::nullopt,
                     bool enabled = true, std::optional<bool> cache_enabled = std::nullopt);
@@ -60,6 +63,14 @@ class Autocast {
   bool prev_enabled_;
   c10::ScalarType prev_dtype_;
 };
+
+// The checks the constructor makes (torch.autocast.__init__'s, in its order), with the machine's answers
+// passed in, so the CUDA rules can be tested on a machine without a GPU. Throws AutocastError.
+struct AutocastDeviceCaps {
+  bool cuda_available;
+  bool cuda_bf16;  // torch.cuda.is_bf16_supported(): emulation counts
+};
+void check_autocast_request(c10::DeviceType device_type, c10::ScalarType dtype, const AutocastDeviceCaps& caps);
 
 // Whether autocast is currently on for the device in this thread (torch.is_autocast_enabled(dev)).
 // Never throws, no device sync.

@@ -1,7 +1,10 @@
 // One file holding model, optimizer and scaler, the C++ form of
 //   torch.save({"model": m.state_dict(), "optimizer": o.state_dict(), "scaler": s.state_dict()}, path)
+//   ckpt = torch.load(path, map_location=device)
 #pragma once
 
+#include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <torch/nn/module.h>
@@ -11,18 +14,25 @@
 
 namespace amp {
 
+// A checkpoint that cannot be applied (missing entry, shape or dtype that does not fit, unreadable file).
+struct CheckpointError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Writes model parameters and buffers, optimizer state and scaler state (GradScaler::save) to one
 // torch::serialize archive at `path`, replacing the file. Syncs with the device: tensors are copied to the
 // host, and the scaler reads its scale and growth tracker (.item()). Throws c10::Error (LibTorch's) when
 // the file cannot be written.
 void save_checkpoint(const std::string& path, const torch::nn::Module& model,
                      const torch::optim::Optimizer& optimizer, const GradScaler& scaler);
-// Reads a file written by save_checkpoint back into model, optimizer and scaler, which must be built
-// the same way as the saved ones (same parameter names, same optimizer type). Parameters and buffers
-// take the saved values (torch::nn::Module::load). Syncs with the device when tensors move to it.
-// Throws c10::Error when the file is missing or unreadable or lacks an entry the model, optimizer or
-// scaler asks for, and GradScalerError when it holds a disabled scaler's empty state and `scaler` is enabled.
+
+// All or nothing: the model's entries (names, shapes, dtypes) and the scaler state are checked before
+// anything is written, the optimizer is restored if its state does not load; on any error model,
+// optimizer and scaler are left as they were and a CheckpointError (or GradScalerError) is thrown.
+// map_location: the device every saved tensor is loaded onto (torch.load's map_location), e.g. a
+// checkpoint written on a GPU loaded on a CPU machine; nullopt keeps the devices they were saved from.
+// The model's parameters move to the device of the loaded tensors, as Module::load does.
 void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::optim::Optimizer& optimizer,
-                     GradScaler& scaler);
+                     GradScaler& scaler, std::optional<torch::Device> map_location = std::nullopt);
 
 }  // namespace amp

@@ -1,6 +1,7 @@
 #include "amp/device_caps.h"
 
 #include <torch/cuda.h>
+#include <torch/types.h>
 
 // The CUDA headers exist only with a CUDA LibTorch; a CPU build compiles the fallbacks below.
 #if __has_include(<cuda_runtime_api.h>) && __has_include(<ATen/cuda/CUDAContext.h>)
@@ -24,7 +25,36 @@ int cuda_compute_capability() {
 #endif
 }
 
-bool cuda_supports_bf16() { return cuda_compute_capability() >= 80; }
+bool bf16_supported_rule(bool cuda_available, int compute_capability, const std::function<bool()>& bf16_tensor_creatable,
+                         bool including_emulation) {
+  if (!cuda_available) return false;
+  if (compute_capability >= 80) return true;
+  if (!including_emulation) return false;
+  return bf16_tensor_creatable();
+}
+
+namespace {
+// Python's _check_bf16_tensor_supported for the current device, asked once (Python caches it too).
+bool bf16_tensor_creatable_on_cuda() {
+  static const bool creatable = [] {
+    try {
+      torch::tensor({1.0}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+      return true;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  return creatable;
+}
+}  // namespace
+
+bool cuda_supports_bf16_natively() {
+  return bf16_supported_rule(cuda_available(), cuda_compute_capability(), [] { return false; }, false);
+}
+
+bool cuda_supports_bf16() {
+  return bf16_supported_rule(cuda_available(), cuda_compute_capability(), bf16_tensor_creatable_on_cuda, true);
+}
 
 std::string cuda_device_name() {
 #if AMP_LAB_HAS_CUDA_HEADERS

@@ -152,15 +152,36 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
   OptimizerState& state = state_of(optimizer);
   if (state.found_inf_per_device.empty()) throw GradScalerError("No inf checks were recorded for this optimizer.");
 
-  // Sum the per-device flags on one device so the decision costs a single host sync.
-  torch::Tensor found = state.found_inf_per_device.front().second;
-  for (size_t i = 1; i < state.found_inf_per_device.size(); ++i)
-    found = found + state.found_inf_per_device[i].second.to(found.device(), /*non_blocking=*/true);
-  ++host_syncs_;
-  const bool stepped = found.item<float>() == 0.0f;
+  const bool stepped = !any_inf_found(state);
   if (stepped) optimizer.step();
   state.stage = Stage::Stepped;
   return stepped;
+}
+
+bool GradScaler::any_inf_found(OptimizerState& state) {
+  // Python's _maybe_opt_step: sum(v.item() for v in found_inf_per_device.values()). One blocking read per
+  // device: a non_blocking CUDA->CPU copy read at once could see the flag before the kernel set it.
+  double total = 0.0;
+  for (auto& [device, flag] : state.found_inf_per_device) {
+    ++host_syncs_;
+    total += flag.item<double>();
+  }
+  return total != 0.0;
+}
+
+void GradScaler::update(const torch::Tensor& new_scale) {
+  if (!enabled_) return;
+  require_scale("update");
+  const char* reason =
+      "new_scale should be a float or a 1-element torch.cuda.FloatTensor or torch.FloatTensor with "
+      "requires_grad=False.";
+  if (!new_scale.defined() || new_scale.device().type() != device_.type() || new_scale.numel() != 1 ||
+      new_scale.requires_grad())
+    throw GradScalerError(reason);
+  // Python's copy_ into the 0-dim scale fails for shape [1] ("doesn't match the broadcast shape"); said here.
+  if (new_scale.dim() != 0) throw GradScalerError(std::string(reason) + " (got a tensor of dim > 0)");
+  scale_.copy_(new_scale);  // asynchronous on the device: no host sync
+  per_optimizer_.clear();
 }
 
 void GradScaler::update(std::optional<double> new_scale) {
@@ -172,7 +193,8 @@ void GradScaler::update(std::optional<double> new_scale) {
     std::vector<torch::Tensor> found_infs;
     for (auto& [opt, state] : per_optimizer_)
       for (auto& [dev, found_inf] : state.found_inf_per_device)
-        found_infs.push_back(found_inf.to(scale_.device(), /*non_blocking=*/true));
+        // non_blocking only towards a device: a device->CPU copy must complete before the CPU kernel reads it.
+        found_infs.push_back(found_inf.to(scale_.device(), /*non_blocking=*/!scale_.device().is_cpu()));
     if (found_infs.empty()) throw GradScalerError("No inf checks were recorded prior to update.");
     torch::Tensor combined = found_infs.front();
     for (size_t i = 1; i < found_infs.size(); ++i) combined += found_infs[i];
@@ -180,6 +202,22 @@ void GradScaler::update(std::optional<double> new_scale) {
     at::_amp_update_scale_(scale_, growth_tracker_, combined, growth_factor_, backoff_factor_, growth_interval_);
   }
   per_optimizer_.clear();
+}
+
+GradScaler GradScaler::clone() const {
+  if (enabled_ && !per_optimizer_.empty())
+    throw GradScalerError("A GradScaler instance may only be pickled at the beginning of an iteration, or at the "
+                          "end after scaler.update().");
+  GradScaler copy(device_, GradScalerOptions{.init_scale = init_scale_, .growth_factor = growth_factor_,
+                                             .backoff_factor = backoff_factor_, .growth_interval = growth_interval_,
+                                             .enabled = false});
+  copy.enabled_ = enabled_;  // built disabled so that the constructor's checks do not run twice
+  if (enabled_) {
+    // Python's __getstate__: the copy re-creates its tensors lazily from the current values.
+    copy.init_scale_ = get_scale();
+    copy.init_growth_tracker_ = growth_tracker_value();
+  }
+  return copy;
 }
 
 double GradScaler::get_scale() const {
@@ -224,23 +262,24 @@ void GradScaler::save(torch::serialize::OutputArchive& archive) const {
   archive.write("_growth_tracker", c10::IValue(s.growth_tracker));
 }
 
-void GradScaler::load(torch::serialize::InputArchive& archive) {
-  c10::IValue v;
+GradScalerState GradScaler::read_state(torch::serialize::InputArchive& archive) {
+  auto read = [&](const char* key) {
+    c10::IValue v;
+    if (!archive.try_read(key, v)) throw GradScalerError(std::string("scaler state has no '") + key + "' entry");
+    return v;
+  };
   GradScalerState s;
-  archive.read("empty", v);
-  s.empty = v.toBool();
-  archive.read("scale", v);
-  s.scale = v.toDouble();
-  archive.read("growth_factor", v);
-  s.growth_factor = v.toDouble();
-  archive.read("backoff_factor", v);
-  s.backoff_factor = v.toDouble();
-  archive.read("growth_interval", v);
-  s.growth_interval = v.toInt();
-  archive.read("_growth_tracker", v);
-  s.growth_tracker = v.toInt();
-  load_state_dict(s);
+  s.empty = read("empty").toBool();
+  if (s.empty) return s;
+  s.scale = read("scale").toDouble();
+  s.growth_factor = read("growth_factor").toDouble();
+  s.backoff_factor = read("backoff_factor").toDouble();
+  s.growth_interval = read("growth_interval").toInt();
+  s.growth_tracker = read("_growth_tracker").toInt();
+  return s;
 }
+
+void GradScaler::load(torch::serialize::InputArchive& archive) { load_state_dict(read_state(archive)); }
 
 torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive, const GradScaler& scaler) {
   scaler.save(archive);

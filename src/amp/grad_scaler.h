@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -57,6 +58,18 @@ class GradScaler {
   // backoff_factor >= 1. A disabled scaler (options.enabled = false) accepts anything and does nothing.
   explicit GradScaler(torch::Device device, GradScalerOptions options = {});
 
+  // A scaler owns live tensors and per-optimizer state: a plain copy would share the first and not the
+  // second, so copies are explicit (clone()) and moves are allowed.
+  GradScaler(const GradScaler&) = delete;
+  GradScaler& operator=(const GradScaler&) = delete;
+  GradScaler(GradScaler&&) = default;
+  GradScaler& operator=(GradScaler&&) = default;
+
+  // copy.deepcopy(scaler): an independent scaler with the same scale, tracker and factors. Like Python's
+  // (which goes through __getstate__), refused mid-iteration, between the first unscale_/step and update().
+  // Reads the scale and tracker (two host syncs); the copy creates its tensors lazily, at its first scale().
+  GradScaler clone() const;
+
   // Returns outputs * scale (each output times the scale, the scale copied once per device). The first
   // call creates the scale (init_scale) and growth tracker on the first output's device. Disabled:
   // returns outputs unchanged. No host sync; does not throw.
@@ -71,8 +84,8 @@ class GradScaler {
   void unscale_(torch::optim::Optimizer& optimizer);
 
   // Unscales the gradients unless unscale_() already did, then calls optimizer.step() unless a gradient
-  // was inf/NaN. Returns whether the optimizer stepped. Syncs with the device once (reads the inf/NaN
-  // flag): the one host sync of an iteration. Disabled: just optimizer.step(), returns true.
+  // was inf/NaN. Returns whether the optimizer stepped. Syncs with the device once per device holding
+  // gradients (reads its inf/NaN flag, as Python does): the one host sync of a single-device iteration. Disabled: just optimizer.step(), returns true.
   // Throws GradScalerError before any scale(), a second time for this optimizer before update(), when
   // the optimizer has no gradients (no inf check recorded), or for the errors of unscale_().
   bool step(torch::optim::Optimizer& optimizer);
@@ -85,12 +98,28 @@ class GradScaler {
   // Throws GradScalerError before any scale(), or without new_scale when no step() or unscale_() recorded
   // an inf check since the last update.
   void update(std::optional<double> new_scale = std::nullopt);
+  // Sets the scale from a one-element tensor on the scaler's device type, without a host sync. Python's
+  // checks: same device type, numel 1, requires_grad false; 0-dim as Python's copy_ requires. Any dtype is
+  // copied in as float32, as Python's copy_ does (an integer tensor included).
+  void update(const torch::Tensor& new_scale);
+  // Python's update(3) fails (an int has no .device): an integer literal is not a scale here either.
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int>, int> = 0>
+  void update(Int new_scale) = delete;
 
   // The current scale. Syncs with the device (reads the scale) once it exists; before the first scale()
   // returns init_scale, and 1.0 when disabled. Does not throw.
   double get_scale() const;
   // Whether the scaler was built enabled. Never throws, no sync.
   bool is_enabled() const { return enabled_; }
+
+  // Python's get_/set_ accessors. The setters take effect at the next update() and, like Python's, do not
+  // validate (the constructor does).
+  double get_growth_factor() const { return growth_factor_; }
+  void set_growth_factor(double new_factor) { growth_factor_ = new_factor; }
+  double get_backoff_factor() const { return backoff_factor_; }
+  void set_backoff_factor(double new_factor) { backoff_factor_ = new_factor; }
+  int64_t get_growth_interval() const { return growth_interval_; }
+  void set_growth_interval(int64_t new_interval) { growth_interval_ = new_interval; }
   // Host syncs this scaler has made (a .item() on a device tensor). The training loop makes one per step.
   int64_t host_syncs() const { return host_syncs_; }
 
@@ -107,6 +136,8 @@ class GradScaler {
   // when the archive lacks an entry).
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
+  // Reads what save() wrote without applying it (load_checkpoint validates everything before applying).
+  static GradScalerState read_state(torch::serialize::InputArchive& archive);
 
  private:
   enum class Stage { Ready, Unscaled, Stepped };
@@ -119,8 +150,10 @@ class GradScaler {
   void require_scale(const char* funcname) const;
   void lazy_init(torch::Device device);
   int64_t growth_tracker_value() const;
+  // The one place the per-device found_inf flags of an optimizer are combined into the skip decision.
+  bool any_inf_found(OptimizerState& state);
 
-  torch::Device device_;
+  torch::Device device_ = torch::kCPU;
   bool enabled_;
   double init_scale_;
   double growth_factor_;

@@ -49,7 +49,10 @@ void print_info(std::ostream& out) {
   if (amp::cuda_available()) {
     const int cc = amp::cuda_compute_capability();
     out << fmt::format("CUDA            {} · compute capability {}.{} · bf16 {}\n", amp::cuda_device_name(), cc / 10,
-                       cc % 10, amp::cuda_supports_bf16() ? "supported" : "not supported (needs 8.0+)");
+                       cc % 10,
+                       amp::cuda_supports_bf16_natively() ? "native"
+                       : amp::cuda_supports_bf16()        ? "emulated (native needs 8.0+)"
+                                                          : "not supported");
   } else {
     out << "CUDA            no CUDA device available (labs run on the CPU)\n";
   }
