@@ -124,6 +124,34 @@ TEST_CASE("--reveal shows the answer key, and --json writes all eight labs") {
   CHECK(j["all_checks_passed"] == true);
 }
 
+TEST_CASE("--track recipes walks questions 9 to 12, each lab's checks holding, and list shows the track") {
+  const fs::path json = scratch("recipes.json");
+  const auto r = run("quiz --track recipes --reveal --quick --device cpu --json " + json.string());
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "Track recipes: "));
+  CHECK(count(r.out, "<- answer") == 4);
+  REQUIRE(fs::exists(json));
+  const auto j = nlohmann::json::parse(slurp(json));
+  fs::remove(json);
+  CHECK(j["track"] == "recipes");
+  REQUIRE(j["questions"].size() == 4);
+  int number = 9;
+  for (const auto& q : j["questions"]) {
+    CAPTURE(q["lab"].get<std::string>());
+    CHECK(q["number"] == number++);
+    CHECK(q["report"]["passed"] == true);
+    CHECK_FALSE(has(q["explanation"].get<std::string>(), "not measured"));
+  }
+  const auto list = run("list");
+  const auto at = list.out.find("track recipes");
+  REQUIRE(at != std::string::npos);
+  for (const char* lab : {"gradient-accumulation", "gradient-penalty", "multiple-optimizers", "custom-autograd"})
+    CHECK(list.out.find(lab) > at);
+  const auto outside = run("quiz --track recipes --only 3");
+  CHECK(outside.code == 2);
+  CHECK(has(outside.err, "--only '3': expected question numbers from 9 to 12"));
+}
+
 TEST_CASE("amp-lab run LAB --json prints the lab's report as JSON") {
   const auto r = run("run number-formats --quick --json");
   CHECK(r.code == 0);
