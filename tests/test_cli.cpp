@@ -231,7 +231,7 @@ questions:
   return path;
 }
 
-TEST_CASE("--track walks only that track's questions, numbered as in the file; all walks every track") {
+TEST_CASE("--track walks only that track's questions, numbered as in the file, and all walks every track") {
   const fs::path quiz = two_track_quiz();
   const std::string base = "quiz --quick --device cpu --quiz " + quiz.string();
   const auto core = run(base + " --answers c");  // the default track

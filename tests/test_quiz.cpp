@@ -132,7 +132,7 @@ TEST_CASE("without a tracks list every question is in the one default track, cor
   CHECK(runner::select_track(quiz, "core").questions.size() == 1);
 }
 
-TEST_CASE("a question without a track key joins the first track; select_track keeps the file's numbering") {
+TEST_CASE("a question without a track key joins the first track, and select_track keeps the file's numbering") {
   const auto quiz = runner::load_quiz(write("two-tracks", two_tracks()), fake_labs);
   REQUIRE(quiz.tracks.size() == 2);
   CHECK(quiz.tracks[1].id == "extra");
