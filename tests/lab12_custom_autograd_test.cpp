@@ -12,7 +12,7 @@ lab::Report run_quick(bool flip) { return run_quick_lab("custom-autograd", torch
 
 }  // namespace
 
-TEST_CASE("unguarded the function overflows in fp16; guarded it matches float64, and the mixed-dtype backward runs") {
+TEST_CASE("unguarded the function overflows in fp16, guarded it matches float64, and the mixed-dtype backward runs") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.passed());
   CHECK(r.value("plain_non_finite") >= 50.0);  // percent
