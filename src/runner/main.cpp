@@ -4,11 +4,12 @@
 //   amp-lab run LAB [lab flags]     one lab, as its own executable would run it
 //   amp-lab list                    labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
-// Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run.
+// Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
+// or the output could not be written, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <sstream>
+#include <string_view>
 
 #include <unistd.h>
 
@@ -45,21 +46,6 @@ runner::Quiz load(const std::string& path) {
   });
 }
 
-std::vector<int> parse_only(const std::string& text, int count) {
-  std::vector<int> numbers;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || n < 1 || n > count)
-      throw lab::UsageError(fmt::format("--only '{}': expected question numbers from 1 to {}, separated by commas", text, count));
-    numbers.push_back(static_cast<int>(n));
-  }
-  if (numbers.empty()) throw lab::UsageError("--only: no question numbers given");
-  return numbers;
-}
-
 int cmd_quiz(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab quiz", "Take the mixed-precision quiz; every question runs its lab first.");
   lab::add_context_options(options);
@@ -72,27 +58,27 @@ int cmd_quiz(int argc, const char* const* argv) {
       ("quiz", "the quiz file (default: quiz.yaml of this project)", cxxopts::value<std::string>())
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
-  if (args.count("help")) {
+  if (lab::flag(args, "help")) {
     std::cout << options.help() << "\nAt a prompt: a-d answers, s skips, h shows a hint, q quits (so do EOF and Ctrl-C).\n";
     return lab::kExitPass;
   }
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument '" + args.unmatched().front() + "'");
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz quiz = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
   runner::WalkOptions walk;
   walk.ctx = lab::context_from(args, &walk.device_notice);
-  if (args.count("only")) walk.only = parse_only(args["only"].as<std::string>(), static_cast<int>(quiz.questions.size()));
+  if (args.count("only"))
+    walk.only = lab::parse_question_list(args["only"].as<std::string>(), static_cast<int>(quiz.questions.size()));
   if (args.count("answers")) {
     walk.answers = args["answers"].as<std::string>();
     for (char c : *walk.answers)
-      if (!std::strchr("abcdsABCDS", c)) throw lab::UsageError(fmt::format("--answers: '{}' is not one of a, b, c, d or s", c));
+      if (!std::strchr("abcdsABCDS", c)) throw lab::UsageError(fmt::format("--answers: {} is not one of a, b, c, d or s", lab::quote(std::string(1, c))));
   }
-  walk.reveal = args.count("reveal") > 0;
+  walk.reveal = lab::flag(args, "reveal");
   if (walk.reveal && walk.answers) throw lab::UsageError("--reveal and --answers do not go together");
   if (args.count("json")) walk.json_path = args["json"].as<std::string>();
-  walk.color = lab::want_color(args.count("no-color") > 0);
+  walk.color = lab::want_color(lab::flag(args, "no-color"));
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   walk.pause = !walk.answers && !walk.reveal && isatty(STDIN_FILENO);
-  runner::install_interrupt_handler();
   return runner::walk(quiz, walk, std::cin, std::cout);
 }
 
@@ -100,6 +86,7 @@ int cmd_list(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab list", "List the labs and the questions they back.");
   options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>());
   auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz quiz = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
   std::vector<std::vector<std::string>> rows;
   for (const auto& q : quiz.questions) {
@@ -122,15 +109,35 @@ int cmd_run(int argc, const char* const* argv) {
     throw lab::UsageError("run: which lab? (see: amp-lab list)");
   }
   const lab::LabInfo* info = lab::find_lab(argv[1]);
-  if (!info) throw lab::UsageError(fmt::format("run: no lab named '{}' (see: amp-lab list)", argv[1]));
+  if (!info) throw lab::UsageError(fmt::format("run: no lab named {} (see: amp-lab list)", lab::quote(argv[1])));
   std::vector<const char*> rest{"amp-lab run"};
   for (int i = 2; i < argc; ++i) rest.push_back(argv[i]);
   return lab::lab_cli(*info, static_cast<int>(rest.size()), rest.data(), "amp-lab run " + info->id);
 }
 
+int cmd_info(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab info", "LibTorch build, the CPU's 16-bit features, the CUDA device.");
+  options.add_options()("h,help", "show this help");
+  auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  if (lab::flag(args, "help")) std::cout << options.help();
+  else runner::print_info(std::cout);
+  return lab::kExitPass;
+}
+
+int dispatch(const std::string& command, int argc, const char* const* argv) {
+  if (command == "quiz") return cmd_quiz(argc, argv);
+  if (command == "run") return cmd_run(argc, argv);
+  if (command == "list") return cmd_list(argc, argv);
+  if (command == "info") return cmd_info(argc, argv);
+  throw lab::UsageError("unknown command " + lab::quote(command) + " (commands: quiz, run, list, info)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, so that a signal while the quiz and LibTorch load still ends with the summary and 128+signo.
+  if (argc >= 2 && std::string_view(argv[1]) == "quiz") runner::install_interrupt_handler();
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return lab::kExitUsage;
@@ -142,27 +149,28 @@ int main(int argc, char** argv) {
   }
   const int sub_argc = argc - 1;
   const char* const* sub_argv = argv + 1;
+  const bool known = command == "quiz" || command == "run" || command == "list" || command == "info";
+  const std::string name = known ? "amp-lab " + command : "amp-lab";  // names the command in messages
   try {
-    if (command == "quiz") return cmd_quiz(sub_argc, sub_argv);
-    if (command == "run") return cmd_run(sub_argc, sub_argv);
-    if (command == "list") return cmd_list(sub_argc, sub_argv);
-    if (command == "info") {
-      runner::print_info(std::cout);
-      return lab::kExitPass;
-    }
-    std::fprintf(stderr, "amp-lab: unknown command '%s' (commands: quiz, run, list, info)\n", command.c_str());
-    return lab::kExitUsage;
+    lab::check_stdout_open();
+    lab::check_argv(argc, argv);  // before cxxopts sees anything
+    const int code = dispatch(command, sub_argc, sub_argv);
+    lab::flush_stdout();
+    return code;
   } catch (const runner::QuizError& e) {
-    std::fprintf(stderr, "amp-lab: %s\n", e.what());
+    std::fprintf(stderr, "amp-lab: %s\n", lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
   } catch (const lab::UsageError& e) {
-    std::fprintf(stderr, "amp-lab %s: %s\n", command.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
   } catch (const cxxopts::exceptions::exception& e) {
-    std::fprintf(stderr, "amp-lab %s: %s\n", command.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
+  } catch (const lab::OutputError& e) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
+    return lab::kExitLabError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "amp-lab %s: %s\n", command.c_str(), lab::one_line(e).c_str());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::one_line(e).c_str());
     return lab::kExitLabError;
   }
 }
