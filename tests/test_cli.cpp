@@ -329,7 +329,7 @@ TEST_CASE("SIGTERM and SIGHUP end the quiz like Ctrl-C: summary, then 128 + the 
   CHECK(hup.code == 129);
 }
 
-TEST_CASE("Ctrl-C while a lab runs stops after it with the summary; three stop it at once") {
+TEST_CASE("Ctrl-C while a lab runs stops after it with the summary, and three stop it at once") {
   // Question 4's full-size lab runs for about a second, long enough to be interrupted in the middle.
   const auto once = signalled("quiz --device cpu --only 4", "1/1 · lab", "INT");
   CHECK(has(once.out, "Stopped (interrupted)."));

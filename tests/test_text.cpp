@@ -37,7 +37,7 @@ TEST_CASE("quote cuts long input after max_glyphs and says how long it was") {
   CHECK(lab::quote(std::string(60, 'y')) == "'" + std::string(60, 'y') + "'");  // 60 glyphs by default
 }
 
-TEST_CASE("escape is quote without the quotes; safe_line keeps backslashes so escaped parts stay as they are") {
+TEST_CASE("escape is quote without the quotes, and safe_line keeps backslashes so escaped parts stay as they are") {
   CHECK(lab::escape("/tmp/a\nb.yaml") == "/tmp/a\\nb.yaml");
   CHECK(lab::safe_line("already 'a\\x1b' escaped\nthen raw \x1b") == "already 'a\\x1b' escaped\\nthen raw \\x1b");
   const std::string line = lab::safe_line(std::string(5000, 'z'));
