@@ -18,7 +18,7 @@
 namespace runner {
 
 const std::vector<std::string> kTopLevelKeys = {"title", "intro", "questions"};
-const std::vector<std::string> kQuestionKeys = {"id", "lab", "prompt", "options", "answer", "hint", "explanation"};
+const std::vector<std::string> kQuestionKeys = {"id", "lab", "prompt", "options", "answer", "explanation", "why_not", "hint"};
 
 namespace {
 
@@ -292,24 +292,41 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
     const auto provided = labs(question.lab);
     if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
 
-    question.explanation = v.text(q, "explanation", at + ".explanation");
-    question.hint = v.text(q, "hint", at + ".hint");
-    for (const char* field : {"explanation", "hint"}) {
-      const std::string& value = field == std::string("hint") ? question.hint : question.explanation;
+    // {key} is the lab's text for the observation, {key:value} its bare number and unit.
+    auto check_template = [&](const YAML::Node& node, const std::string& value, const std::string& field) {
       if (const size_t stray = stray_brace(value); stray != std::string::npos)
-        v.fail(q[field].Mark(), at + "." + field,
+        v.fail(node.Mark(), field,
                fmt::format("{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
                            lab::quote(value.substr(stray, 1)), stray + 1));
       for (const auto& placeholder : placeholders(value)) {
-        // {key} is the lab's text for the observation, {key:value} its bare number and unit.
         const auto colon = placeholder.find(':');
         const std::string key = placeholder.substr(0, colon);
         if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
-          v.fail(q[field].Mark(), at + "." + field,
-                 fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
+          v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
         if (std::find(provided->begin(), provided->end(), key) == provided->end())
-          v.fail(q[field].Mark(), at + "." + field,
+          v.fail(node.Mark(), field,
                  fmt::format("placeholder {{{}}} is not an observation lab {} provides", key, lab::quote(question.lab)));
+      }
+    };
+    question.explanation = v.text(q, "explanation", at + ".explanation");
+    question.hint = v.text(q, "hint", at + ".hint");
+    check_template(q["explanation"], question.explanation, at + ".explanation");
+    check_template(q["hint"], question.hint, at + ".hint");
+    if (const YAML::Node why_not = q["why_not"]) {
+      const std::string field = at + ".why_not";
+      if (!why_not.IsMap()) v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
+      for (const auto& entry : why_not) {
+        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+        const int index = key.size() == 1 ? key[0] - 'a' : -1;
+        if (index < 0 || index >= kOptions || index == question.answer)
+          v.fail(entry.first.Mark(), field,
+                 fmt::format("{} is not the letter of a wrong option (the answer is {})", lab::quote(key),
+                             char('a' + question.answer)));
+        const std::string entry_field = field + "." + key;
+        if (question.why_not.count(index)) v.fail(entry.first.Mark(), entry_field, "given twice");
+        const std::string text = v.text(entry.second, entry_field);
+        check_template(entry.second, text, entry_field);
+        question.why_not[index] = text;
       }
     }
     quiz.questions.push_back(std::move(question));
