@@ -96,8 +96,8 @@ void check_stdout_open() {
 }
 
 void flush_stdout() {
+  errno = 0;  // the first failing write sets it, which names the cause ("No space left on device")
   std::cout.flush();
-  errno = 0;
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
   if (failed) throw OutputError(std::string("cannot write to standard output") + (errno ? ": " + std::string(std::strerror(errno)) : ""));
 }

@@ -106,10 +106,10 @@ int cmd_run(int argc, const char* const* argv) {
                    "LAB: an id from `amp-lab list`, or a question number\n";
       return lab::kExitPass;
     }
-    throw lab::UsageError("run: which lab? (see: amp-lab list)");
+    throw lab::UsageError("which lab? (see: amp-lab list)");
   }
   const lab::LabInfo* info = lab::find_lab(argv[1]);
-  if (!info) throw lab::UsageError(fmt::format("run: no lab named {} (see: amp-lab list)", lab::quote(argv[1])));
+  if (!info) throw lab::UsageError(fmt::format("no lab named {} (see: amp-lab list)", lab::quote(argv[1])));
   std::vector<const char*> rest{"amp-lab run"};
   for (int i = 2; i < argc; ++i) rest.push_back(argv[i]);
   return lab::lab_cli(*info, static_cast<int>(rest.size()), rest.data(), "amp-lab run " + info->id);

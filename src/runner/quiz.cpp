@@ -8,9 +8,11 @@
 #include <cerrno>
 #include <cstring>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "lab/text.h"
@@ -98,6 +100,21 @@ std::string joined(const std::vector<std::string>& names) {
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
 }
+
+// Where each YAML document starts, from the parser's events alone (no tree is built).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
 class Validator {
  public:
@@ -238,21 +255,28 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
       v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
   }
 
-  std::vector<YAML::Node> documents;
+  // One document. Not YAML::LoadAll: yaml-cpp 0.7 loops forever, allocating, on a document that starts
+  // with ',' (its parser returns without consuming it), so the parser is asked for two documents at
+  // most, and one that starts where the first did is that stuck ','.
+  YAML::Node root;
   try {
-    documents = YAML::LoadAll(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {}
+    if (starts.marks.empty()) v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
+    if (starts.marks.size() > 1) {
+      const YAML::Mark second = starts.marks[1];
+      if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
+        v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
+      v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
+    }
+    root = YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));
   } catch (const YAML::Exception& e) {
     v.fail(e.mark, "syntax", lab::safe_line(e.msg, 200));
   }
-  if (documents.empty()) v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
-  if (documents.size() > 1) {
-    YAML::Mark second = documents[1].Mark();
-    if (second.is_null()) second = mark_at(text, text.find("\n---") == std::string::npos ? 0 : text.find("\n---") + 1);
-    v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
-  }
-  const YAML::Node root = documents[0];
   if (!root.IsMap()) v.fail(root.Mark(), "top level", "must be a mapping with title and questions");
   v.keys(root, kTopLevelKeys, "");
 

@@ -25,7 +25,7 @@ volatile std::sig_atomic_t g_signals = 0;      // how many came
 
 void on_signal(int signo) {
   if (!g_interrupted) g_interrupted = signo;
-  ++g_signals;
+  g_signals = g_signals + 1;
   if (g_signals == 2) {
     static const char msg[] = "\namp-lab: stopping after the running lab; once more to stop at once\n";
     [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);

@@ -47,10 +47,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     g_outcome = std::string("ok") + (c.quick ? " quick" : "") + (c.flip ? " flip" : "") + (lab::flag(args, "json") ? " json" : "");
   } catch (const lab::UsageError& e) {
-    amp_lab_fuzz_check_message(e.what(), "", /*max_bytes=*/600);  // our own messages, quoted as they are
+    amp_lab_fuzz_check_message(e.what(), "", /*max_glyphs=*/600);  // our own messages, quoted as they are
     g_outcome = amp_lab_fuzz_shape(e.what());
   } catch (const cxxopts::exceptions::exception& e) {
-    amp_lab_fuzz_check_message(lab::safe_line(e.what()), "", /*max_bytes=*/600);  // as main() prints them
+    amp_lab_fuzz_check_message(lab::safe_line(e.what()), "", /*max_glyphs=*/600);  // as main() prints them
     g_outcome = "cxxopts: " + amp_lab_fuzz_shape(e.what());
   }
   return 0;

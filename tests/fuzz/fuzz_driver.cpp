@@ -5,6 +5,7 @@
 // and keeps an input that reaches a new outcome (the harness names it through amp_lab_fuzz_outcome).
 // A crash, sanitizer report or hang (one input over --hang-seconds) saves the input in --crash-dir
 // and ends the run with a non-zero exit; otherwise it prints one line of figures and exits 0.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -31,23 +32,33 @@ namespace {
 
 namespace fs = std::filesystem;
 
+void say(const char* text) { [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text)); }
+
 std::string g_current;         // the input under test, saved when it crashes
 std::string g_crash_path;      // where it goes
 const char* g_target = "fuzz";
 
+// Only async-signal-safe calls: this also runs from a signal handler, possibly inside malloc.
 void save_current() {
-  FILE* f = std::fopen(g_crash_path.c_str(), "wb");
-  if (!f) return;
-  std::fwrite(g_current.data(), 1, g_current.size(), f);
-  std::fclose(f);
-  std::fprintf(stderr, "%s: the input is saved in %s (%zu bytes)\n", g_target, g_crash_path.c_str(), g_current.size());
+  const int fd = ::open(g_crash_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return;
+  for (size_t done = 0; done < g_current.size();) {
+    const ssize_t n = ::write(fd, g_current.data() + done, g_current.size() - done);
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  say("the input is saved in ");
+  say(g_crash_path.c_str());
+  say("\n");
 }
 
 void on_fatal(int signo) {
-  if (signo == SIGALRM) std::fprintf(stderr, "%s: HANG: one input ran longer than the limit\n", g_target);
-  else std::fprintf(stderr, "%s: CRASH: signal %d\n", g_target, signo);
+  say(g_target);
+  say(signo == SIGALRM ? ": HANG: one input ran longer than --hang-seconds\n" : ": CRASH: a fatal signal\n");
   save_current();
-  std::signal(signo == SIGALRM ? SIGABRT : signo, SIG_DFL);
+  std::signal(SIGABRT, SIG_DFL);
+  std::signal(signo, SIG_DFL);
   std::raise(signo == SIGALRM ? SIGABRT : signo);
 }
 
@@ -187,7 +198,11 @@ int main(int argc, char** argv) {
 
   g_crash_path = (fs::path(crash_dir) / (std::string("crash-") + g_target + "-" + std::to_string(::getpid()))).string();
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(save_current);
-  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM}) std::signal(s, on_fatal);
+  struct sigaction sa {};
+  sa.sa_handler = on_fatal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;  // once: a crash inside the handler ends the process
+  for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGALRM}) sigaction(s, &sa, nullptr);
 
   Mutator mutator(seed, max_len);
   std::set<std::string> outcomes;

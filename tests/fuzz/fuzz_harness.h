@@ -14,8 +14,8 @@ std::string amp_lab_fuzz_outcome();
 // Tokens the driver splices in: the keys, flags and characters the target is sensitive to.
 const std::vector<std::string>& amp_lab_fuzz_dictionary();
 
-// Aborts (a crash to the fuzzer) unless `message` is one printable line of at most `max_bytes`: no control
+// Aborts (a crash to the fuzzer) unless `message` is one printable line of at most `max_glyphs`: no control
 // characters, well-formed UTF-8, starting with `prefix`.
-void amp_lab_fuzz_check_message(const std::string& message, const std::string& prefix, std::size_t max_bytes);
+void amp_lab_fuzz_check_message(const std::string& message, const std::string& prefix, std::size_t max_glyphs);
 // The message with quoted input, digits and bracketed indices taken out: the outcome name.
 std::string amp_lab_fuzz_shape(const std::string& message);

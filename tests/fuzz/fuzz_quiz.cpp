@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     g_outcome = "ok";
   } catch (const runner::QuizError& e) {
-    amp_lab_fuzz_check_message(e.what(), "fuzz.yaml", /*max_bytes=*/1000);
+    amp_lab_fuzz_check_message(e.what(), "fuzz.yaml", /*max_glyphs=*/1000);
     g_outcome = amp_lab_fuzz_shape(e.what());
   }
   return 0;
