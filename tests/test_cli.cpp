@@ -258,12 +258,12 @@ TEST_CASE("hostile names and answers come back escaped, never raw into the termi
 TEST_CASE("a quiz file that is not UTF-8 is refused on load, before the walk writes an empty --json") {
   const fs::path quiz = scratch("latin1.yaml"), json = scratch("latin1.json");
   std::string text = slurp(AMP_LAB_SOURCE_DIR "/quiz.yaml");
-  text.replace(text.find("Mixed Precision"), 5, "Mix\xe9d");
+  text.replace(text.find("Mixed Precision"), 5, "Mix\xe9" "d");
   std::ofstream(quiz) << text;
   fs::remove(json);
   const auto r = run("quiz --reveal --quick --device cpu --quiz " + quiz.string() + " --json " + json.string());
   CHECK(r.code == 2);
-  CHECK(has(r.err, ":1:11: encoding: byte '\\xe9' is not UTF-8"));
+  CHECK(has(r.err, ":4:11: encoding: byte '\\xe9' is not UTF-8"));
   CHECK_FALSE(fs::exists(json));
   fs::remove(quiz);
 }
