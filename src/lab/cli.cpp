@@ -48,6 +48,7 @@ Context context_from(const cxxopts::ParseResult& args, std::string* notice) {
   Context ctx;
   ctx.device = resolve_device(c.device, notice);
   ctx.dtype = resolve_dtype(c.dtype, ctx.device);
+  ctx.dtype_given = c.dtype.has_value();
   ctx.seed = c.seed;
   ctx.quick = c.quick;
   ctx.flip = c.flip;
