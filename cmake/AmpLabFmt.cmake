@@ -9,7 +9,7 @@ if(NOT _amp_fmt_inc)
   set(_amp_fmt_inc /usr/include)
 endif()
 list(GET _amp_fmt_inc 0 _amp_fmt_inc)
-set(AMP_LAB_FMT_SHIM ${CMAKE_BINARY_DIR}/fmt-shim)
+set(AMP_LAB_FMT_SHIM ${PROJECT_BINARY_DIR}/fmt-shim)
 file(MAKE_DIRECTORY ${AMP_LAB_FMT_SHIM})
 file(CREATE_LINK ${_amp_fmt_inc}/fmt ${AMP_LAB_FMT_SHIM}/fmt SYMBOLIC)
 

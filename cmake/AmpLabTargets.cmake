@@ -7,7 +7,7 @@ function(amp_lab_warnings target)
     $<$<CXX_COMPILER_ID:GNU>:-Wno-stringop-overflow -Wno-restrict -Wno-array-bounds>)
 endfunction()
 
-# One precompiled header for everything that includes LibTorch: compiled once, reused by every target.
+# One precompiled header for the labs, runner and tests (not the amp library: see src/CMakeLists.txt).
 function(amp_lab_use_pch target)
   if(AMP_LAB_USE_PCH)
     target_precompile_headers(${target} REUSE_FROM amp_lab_pch)

@@ -6,6 +6,10 @@
 //   }                                           // state restored; cast cache cleared at depth 0
 //
 // LibTorch has the thread-local switches but no guard (pytorch issue 44710); this is that guard.
+//
+// Nothing here synchronises with the device: the guard only flips thread-local autocast state. The state
+// is per thread (like Python's), except the cast cache of low-precision weight copies, which is
+// process-global and cleared when the outermost guard of the thread ends.
 #pragma once
 
 #include <optional>
@@ -24,15 +28,24 @@ struct AutocastError : std::runtime_error {
 
 class Autocast {
  public:
+  // Turns autocast on (or, with enabled = false, off) for `device`'s type in this thread until the guard
+  // is destroyed; out-of-place ops on the autocast lists then run in `dtype`. Saves the previous state
+  // and enters in Python's order (enabled, dtype, nesting depth, cache flag).
   // dtype: the lower-precision type (fp16 or bf16); nullopt takes the device's current autocast dtype
   // (bf16 on CPU, fp16 on CUDA unless changed). cache_enabled: nullopt keeps the current setting.
+  // Throws AutocastError when enabled and: the device is neither CPU nor CUDA, dtype is neither fp16 nor
+  // bf16, CUDA is asked for without a CUDA device, or bf16 on a GPU without bf16 (compute capability < 8.0).
+  // A disabled guard accepts any device and dtype, as Python's does. No device sync.
   explicit Autocast(c10::Device device, std::optional<c10::ScalarType> dtype = std::nullopt,
                     bool enabled = true, std::optional<bool> cache_enabled = std::nullopt);
+  // Leaves the region: clears the cast cache if this was the outermost region, then restores the enabled
+  // flag, dtype and cache flag saved at construction (also when unwinding from an exception). Never throws.
   ~Autocast();
 
   Autocast(const Autocast&) = delete;
   Autocast& operator=(const Autocast&) = delete;
 
+  // What the guard set: the device type, the lower-precision dtype, and whether autocast is on in it.
   c10::DeviceType device_type() const { return device_type_; }
   c10::ScalarType dtype() const { return dtype_; }
   bool enabled() const { return enabled_; }
@@ -49,6 +62,7 @@ class Autocast {
 };
 
 // Whether autocast is currently on for the device in this thread (torch.is_autocast_enabled(dev)).
+// Never throws, no device sync.
 bool is_autocast_enabled(c10::DeviceType device_type);
 
 }  // namespace amp

@@ -7,6 +7,10 @@
 //   scaler.unscale_(optimizer);                     // optional: only to clip or inspect grads
 //   scaler.step(optimizer);                         // skipped if any grad is inf/NaN
 //   scaler.update();                                // back off, or grow after growth_interval clean steps
+//
+// Device syncs: step() makes the one host sync of an iteration (it reads whether a gradient was inf/NaN);
+// get_scale(), state_dict(), save() and operator<< read the scale (and tracker) from the device; nothing
+// else waits for the device. host_syncs() counts the syncs made. Misuse throws GradScalerError.
 #pragma once
 
 #include <cstdint>
@@ -48,32 +52,59 @@ struct GradScalerState {
 
 class GradScaler {
  public:
+  // A scaler for gradients on `device`; the scale is made at the first scale() call. Throws
+  // GradScalerError when enabled and: device is CUDA without a CUDA device, growth_factor <= 1, or
+  // backoff_factor >= 1. A disabled scaler (options.enabled = false) accepts anything and does nothing.
   explicit GradScaler(torch::Device device, GradScalerOptions options = {});
 
-  // outputs * scale. The scale tensor is created lazily on the first output's device.
+  // Returns outputs * scale (each output times the scale, the scale copied once per device). The first
+  // call creates the scale (init_scale) and growth tracker on the first output's device. Disabled:
+  // returns outputs unchanged. No host sync; does not throw.
   torch::Tensor scale(const torch::Tensor& outputs);
   std::vector<torch::Tensor> scale(const std::vector<torch::Tensor>& outputs);
 
-  // Divides the optimizer's grads by the scale in place and records whether any was inf/NaN.
-  // No host sync. At most once per optimizer between update()s, and not after step().
+  // Divides the optimizer's gradients by the scale in place (one fused kernel per device and dtype, the
+  // inverse scale computed in float64) and records whether any was inf/NaN. No host sync. Optional: call
+  // it to clip or inspect the real gradients before step(). Disabled: does nothing.
+  // Throws GradScalerError: before any scale() ("... _scale is None"), a second time for this optimizer
+  // before update(), after step(), or when a gradient is fp16 (parameters must be fp32 master weights).
   void unscale_(torch::optim::Optimizer& optimizer);
 
-  // Unscales if needed, then steps unless an inf/NaN was found. Returns whether the optimizer stepped.
-  // The one host sync of an iteration happens here.
+  // Unscales the gradients unless unscale_() already did, then calls optimizer.step() unless a gradient
+  // was inf/NaN. Returns whether the optimizer stepped. Syncs with the device once (reads the inf/NaN
+  // flag): the one host sync of an iteration. Disabled: just optimizer.step(), returns true.
+  // Throws GradScalerError before any scale(), a second time for this optimizer before update(), when
+  // the optimizer has no gradients (no inf check recorded), or for the errors of unscale_().
   bool step(torch::optim::Optimizer& optimizer);
 
-  // Updates the scale from every optimizer stepped since the last update (no host sync), or sets it.
+  // Ends the iteration. No argument: backs the scale off (times backoff_factor) if any optimizer stepped
+  // since the last update saw an inf/NaN, else counts a clean step and grows the scale (times
+  // growth_factor) after growth_interval clean steps in a row; decided on the device, no host sync.
+  // With new_scale: sets the scale to it and leaves the growth tracker alone. Forgets every optimizer's
+  // unscale/step state either way. Disabled: does nothing.
+  // Throws GradScalerError before any scale(), or without new_scale when no step() or unscale_() recorded
+  // an inf check since the last update.
   void update(std::optional<double> new_scale = std::nullopt);
 
-  double get_scale() const;  // syncs; 1.0 when disabled
+  // The current scale. Syncs with the device (reads the scale) once it exists; before the first scale()
+  // returns init_scale, and 1.0 when disabled. Does not throw.
+  double get_scale() const;
+  // Whether the scaler was built enabled. Never throws, no sync.
   bool is_enabled() const { return enabled_; }
   // Host syncs this scaler has made (a .item() on a device tensor). The training loop makes one per step.
   int64_t host_syncs() const { return host_syncs_; }
 
+  // Python's state_dict(): scale, factors, interval and growth tracker; an empty state (empty = true)
+  // when disabled. Syncs with the device (reads the scale and tracker) once they exist. Does not throw.
   GradScalerState state_dict() const;
+  // Takes the scale, factors, interval and growth tracker from `state` (written into the device tensors
+  // if they exist, else used when they are made). Disabled: does nothing. No host sync.
+  // Throws GradScalerError when state is empty (saved from a disabled scaler).
   void load_state_dict(const GradScalerState& state);
 
-  // torch::serialize support, so one archive holds model, optimizer and scaler.
+  // torch::serialize support, so one archive holds model, optimizer and scaler: save writes state_dict()
+  // (and syncs like it), load reads it back through load_state_dict (and throws like it, or c10::Error
+  // when the archive lacks an entry).
   void save(torch::serialize::OutputArchive& archive) const;
   void load(torch::serialize::InputArchive& archive);
 
@@ -103,6 +134,7 @@ class GradScaler {
   mutable int64_t host_syncs_ = 0;
 };
 
+// archive << scaler and archive >> scaler: the same as scaler.save(archive) and scaler.load(archive).
 torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive, const GradScaler& scaler);
 torch::serialize::InputArchive& operator>>(torch::serialize::InputArchive& archive, GradScaler& scaler);
 

@@ -24,10 +24,13 @@ std::string build_setting(const std::string& key, const std::string& terminators
 
 }  // namespace
 
-void print_info(std::ostream& out) {
+std::string libtorch_build() {
   const std::string use_cuda = build_setting("USE_CUDA=", ",\n");
-  out << fmt::format("LibTorch        {} ({} build), {} intra-op threads\n", TORCH_VERSION,
-                     use_cuda == "0" || use_cuda == "OFF" ? "CPU-only" : "CUDA", at::get_num_threads());
+  return fmt::format("{} ({} build)", TORCH_VERSION, use_cuda == "0" || use_cuda == "OFF" ? "CPU-only" : "CUDA");
+}
+
+void print_info(std::ostream& out) {
+  out << fmt::format("LibTorch        {}, {} intra-op threads\n", libtorch_build(), at::get_num_threads());
   out << fmt::format("CPU             {} · LibTorch kernels use {}\n", lab::cpu_model(),
                      build_setting("CPU capability usage: ", "\n"));
   const auto flags = lab::cpu_flags();

@@ -4,10 +4,12 @@
 //   amp-lab run LAB [lab flags]     one lab, as its own executable would run it
 //   amp-lab list                    labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
+//   amp-lab --version               amp-lab's version and the LibTorch it was built with
 // Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
 // or the output could not be written, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string_view>
 
@@ -17,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "amp_lab_paths.h"
+#include "amp_lab_version.h"
 #include "lab/cli.h"
 #include "lab/registry.h"
 #include "lab/text.h"
@@ -31,10 +34,19 @@ constexpr const char* kUsage =
     "  quiz   take the quiz: each question runs its lab first   (amp-lab quiz --help)\n"
     "  run    run one lab: amp-lab run LAB [--device ..] [--dtype ..] [--seed ..] [--quick] [--json]\n"
     "  list   list the labs and the questions they back\n"
-    "  info   LibTorch build, the CPU's 16-bit features, the CUDA device\n";
+    "  info   LibTorch build, the CPU's 16-bit features, the CUDA device\n"
+    "  --version  amp-lab's version and the LibTorch it was built with\n";
 
+// $AMP_LAB_QUIZ; else the installed quiz beside an installed runner (P/bin/amp-lab reads
+// P/share/amp-lab/quiz.yaml, wherever it is run from); else the quiz.yaml of the clone it was built in.
 std::string default_quiz_path() {
   if (const char* env = std::getenv("AMP_LAB_QUIZ"); env && *env) return env;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = (exe.parent_path() / AMP_LAB_QUIZ_FROM_BIN).lexically_normal();
+    if (std::filesystem::is_regular_file(installed, ec)) return installed.string();
+  }
   return AMP_LAB_SOURCE_DIR "/quiz.yaml";
 }
 
@@ -55,7 +67,7 @@ int cmd_quiz(int argc, const char* const* argv) {
       ("only", "ask only these questions, e.g. 1,3,5", cxxopts::value<std::string>())
       ("json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())
       ("no-color", "plain text (NO_COLOR is honoured too)")
-      ("quiz", "the quiz file (default: quiz.yaml of this project)", cxxopts::value<std::string>())
+      ("quiz", "the quiz file (default: " + default_quiz_path() + ")", cxxopts::value<std::string>())
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
   if (lab::flag(args, "help")) {
@@ -145,6 +157,10 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "-h" || command == "--help" || command == "help") {
     std::fputs(kUsage, stdout);
+    return lab::kExitPass;
+  }
+  if (command == "--version") {
+    std::printf("amp-lab %s, built with LibTorch %s\n", AMP_LAB_VERSION, runner::libtorch_build().c_str());
     return lab::kExitPass;
   }
   const int sub_argc = argc - 1;

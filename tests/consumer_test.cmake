@@ -1,0 +1,148 @@
+# The amp library used from outside the project: ctest runs this script (cmake -P) once per STEP.
+#   install       cmake --install into a fresh prefix; the layout is complete and the public headers
+#                 include only LibTorch, the standard library and each other
+#   find_package  tests/consumer configured against that prefix (find_package(amp_lab), which finds
+#                 LibTorch itself), built, run: its loss goes down
+#   no_torch      the same with LibTorch hidden: configuring fails with the package's one clear message
+#   runner        the installed amp-lab, run from another folder: --version, its installed quiz file,
+#                 `quiz --answers abcdabcd --quick` over the first eight questions
+#   subdirectory  tests/consumer with -DAMP_LAB_SOURCE_DIR: amp-lab as a subproject builds only the
+#                 library; the consumer runs and its loss goes down
+# Arguments (-D): STEP, SOURCE_DIR, BINARY_DIR (amp-lab's build), WORK (a folder of this test's own),
+# GENERATOR, CCACHE (ccache, if found: it serves the consumer builds too), VERSION,
+# TORCH_DIR (for the subproject build, whose parent finds LibTorch the usual way).
+cmake_minimum_required(VERSION 3.18)
+
+set(prefix ${WORK}/prefix)
+set(launcher)
+if(CCACHE)
+  # Paths relative to the clone (WORK is inside it), so other clones and later runs share the objects.
+  set(ENV{CCACHE_BASEDIR} ${SOURCE_DIR})
+  set(launcher -DCMAKE_CXX_COMPILER_LAUNCHER=${CCACHE})
+endif()
+set(consumer_src ${SOURCE_DIR}/tests/consumer)
+
+function(run what)  # run(<what> COMMAND ...): fails the test with the command's output if it fails
+  cmake_parse_arguments(PARSE_ARGV 1 R "" "WORKING_DIRECTORY;OUTPUT" "COMMAND")
+  if(NOT R_WORKING_DIRECTORY)
+    set(R_WORKING_DIRECTORY ${WORK})
+  endif()
+  string(TIMESTAMP start "%s")
+  execute_process(COMMAND ${R_COMMAND} WORKING_DIRECTORY ${R_WORKING_DIRECTORY}
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  string(TIMESTAMP end "%s")
+  math(EXPR seconds "${end} - ${start}")
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (exit ${rc}):\n${out}\n${err}")
+  endif()
+  message(STATUS "${what}: ${seconds} s")
+  if(R_OUTPUT)
+    set(${R_OUTPUT} "${out}${err}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+function(require_match text regex what)
+  if(NOT text MATCHES "${regex}")
+    message(FATAL_ERROR "${what}: expected output matching '${regex}', got:\n${text}")
+  endif()
+endfunction()
+
+# Configure and build tests/consumer in WORK/<name>, run it, require the loss to have gone down.
+function(build_and_run_consumer name)
+  set(build ${WORK}/${name})
+  file(REMOVE_RECURSE ${build})
+  run("configure the consumer (${name})" COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${build} -G ${GENERATOR}
+      -DCMAKE_BUILD_TYPE=Release ${launcher} ${ARGN})
+  run("build the consumer (${name})" COMMAND ${CMAKE_COMMAND} --build ${build})
+  run("run the consumer (${name})" COMMAND ${build}/amp_consumer OUTPUT out)
+  message(STATUS "${out}")
+  require_match("${out}" "skipped by the scaler\\): went down" "the consumer's training")
+endfunction()
+
+if(STEP STREQUAL "install")
+  file(REMOVE_RECURSE ${prefix})
+  run("cmake --install" COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
+  foreach(f include/amp/autocast.h include/amp/grad_scaler.h include/amp/checkpoint.h include/amp/device_caps.h
+            lib/libamp_lab.a lib/cmake/amp_lab/amp_labConfig.cmake lib/cmake/amp_lab/amp_labConfigVersion.cmake
+            lib/cmake/amp_lab/amp_labTargets.cmake bin/amp-lab bin/lab01_master_weights bin/lab08_autocast_policy
+            share/amp-lab/quiz.yaml share/doc/amp_lab/README.md share/doc/amp_lab/CHANGELOG.md)
+    if(NOT EXISTS ${prefix}/${f})
+      message(FATAL_ERROR "cmake --install left no ${f} in ${prefix}")
+    endif()
+  endforeach()
+  # Public headers: <...> only from LibTorch (c10/, ATen/, torch/) or the standard library (no '/', no '.'),
+  # "..." only a sibling under include/amp/.
+  file(GLOB headers ${prefix}/include/amp/*.h)
+  foreach(h IN LISTS headers)
+    file(STRINGS ${h} includes REGEX "^[ \t]*#[ \t]*include")
+    foreach(line IN LISTS includes)
+      if(line MATCHES "<([^>]+)>")
+        set(inc ${CMAKE_MATCH_1})
+        if(NOT inc MATCHES "^(c10|ATen|torch)/" AND inc MATCHES "[/.]")
+          message(FATAL_ERROR "${h}: '${line}' is neither LibTorch nor the standard library")
+        endif()
+      elseif(line MATCHES "\"([^\"]+)\"")
+        if(NOT EXISTS ${prefix}/include/${CMAKE_MATCH_1} OR NOT CMAKE_MATCH_1 MATCHES "^amp/")
+          message(FATAL_ERROR "${h}: '${line}' is not an installed amp header")
+        endif()
+      endif()
+    endforeach()
+  endforeach()
+  list(LENGTH headers n)
+  message(STATUS "installed into ${prefix}; ${n} public headers include only LibTorch, std and each other")
+
+elseif(STEP STREQUAL "find_package")
+  # Only amp_lab's prefix: the package config has to find LibTorch by itself.
+  build_and_run_consumer(find_package -DCMAKE_PREFIX_PATH=${prefix})
+
+elseif(STEP STREQUAL "no_torch")
+  set(build ${WORK}/no_torch)
+  file(REMOVE_RECURSE ${build})
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${build} -G ${GENERATOR}
+                  -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_DISABLE_FIND_PACKAGE_Torch=ON
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "configuring without LibTorch succeeded:\n${out}${err}")
+  endif()
+  string(REGEX REPLACE "[ \t\r\n]+" " " flat "${err}")  # CMake wraps the message
+  require_match("${flat}" "amp_lab ${VERSION} needs LibTorch .* found none\\. Point CMake at it: -DTorch_DIR="
+                "configuring without LibTorch")
+  message(STATUS "without LibTorch: exit ${rc}, the package says what to do")
+
+elseif(STEP STREQUAL "runner")
+  set(elsewhere ${WORK}/elsewhere)  # a working folder with no quiz.yaml in it
+  file(REMOVE_RECURSE ${elsewhere})
+  file(MAKE_DIRECTORY ${elsewhere})
+  run("amp-lab --version" COMMAND ${prefix}/bin/amp-lab --version WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+  require_match("${out}" "^amp-lab ${VERSION}, built with LibTorch [0-9]+\\.[0-9]+\\.[0-9]+[^ ]* \\((CPU-only|CUDA) build\\)\n$"
+                "amp-lab --version")
+  run("amp-lab quiz --help" COMMAND ${prefix}/bin/amp-lab quiz --help WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+  string(REGEX REPLACE "[ \t\r\n]+" "" flat "${out}")  # the help text is wrapped, even inside the path
+  string(REGEX REPLACE "[ \t\r\n]+" "" flat_prefix "${prefix}")
+  require_match("${flat}" "\\(default:${flat_prefix}/share/amp-lab/quiz\\.yaml\\)" "the installed runner's quiz file")
+  run("amp-lab quiz --answers abcdabcd" COMMAND ${CMAKE_COMMAND} -E env --unset=AMP_LAB_QUIZ NO_COLOR=1
+      ${prefix}/bin/amp-lab quiz --only 1,2,3,4,5,6,7,8 --answers abcdabcd --quick --device cpu WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+  # Each question names its lab's source relative to the project, not to the clone it was built in.
+  foreach(lab 01_master_weights 02_loss_scaling 03_number_formats 04_fp32_accumulation 05_memory_throughput
+              06_amp_api 07_bf16_scaling 08_autocast_policy)
+    require_match("${out}" " labs/${lab}\\.cpp" "the installed runner's lab source names")
+  endforeach()
+  message(STATUS "the installed runner answered 8 questions from ${elsewhere}")
+
+elseif(STEP STREQUAL "subdirectory")
+  build_and_run_consumer(subdirectory -DAMP_LAB_SOURCE_DIR=${SOURCE_DIR} -DTorch_DIR=${TORCH_DIR})
+  # As a subproject amp-lab builds its library and nothing else: no runner, labs, benchmark or tests.
+  set(sub ${WORK}/subdirectory/amp-lab)
+  if(NOT EXISTS ${sub}/src/libamp_lab.a)
+    message(FATAL_ERROR "no amp library in ${sub}/src")
+  endif()
+  foreach(unwanted bin tests src/runner labs src/bench)
+    if(EXISTS ${sub}/${unwanted})
+      message(FATAL_ERROR "amp-lab as a subproject built ${unwanted}/ (only the library is wanted)")
+    endif()
+  endforeach()
+  message(STATUS "as a subproject, amp-lab built only libamp_lab.a")
+
+else()
+  message(FATAL_ERROR "consumer_test.cmake: unknown STEP '${STEP}'")
+endif()
