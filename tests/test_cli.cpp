@@ -48,7 +48,20 @@ Result run(const std::string& args, const std::string& input = "", const std::st
   return r;
 }
 
+// Runs a shell script (for redirections run() does not make); returns its exit code.
+int sh(const std::string& script) {
+  const int status = std::system(("bash -c '" + script + "'").c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// No byte a terminal would act on: control characters other than newline.
+bool inert(const std::string& text) {
+  for (unsigned char c : text)
+    if ((c < 0x20 && c != '\n') || c == 0x7F) return false;
+  return true;
+}
 
 int count(const std::string& text, const std::string& part) {
   int n = 0;
@@ -287,8 +300,19 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
       {"quiz --answers zzzzzzzz", "'z' is not one of a, b, c, d or s"},
       {"quiz --dtype fp32", "--dtype must be fp16 or bf16, got 'fp32'"},
       {"quiz --device tpu", "--device must be auto, cpu or cuda, got 'tpu'"},
-      {"quiz --seed -3", "--seed must be a non-negative integer, got '-3'"},
-      {"run 3 --seed 1e9", "--seed must be a non-negative integer, got '1e9'"},
+      {"quiz --seed -3", "--seed must be a non-negative integer below 2^64, got '-3'"},
+      {"run 3 --seed 1e9", "--seed must be a non-negative integer below 2^64, got '1e9'"},
+      {"quiz --seed \" -1\"", "--seed must be a non-negative integer below 2^64, got ' -1'"},
+      {"quiz --only 3,", "--only '3,': expected question numbers from 1 to 8"},
+      {"info --bogus", "bogus"},
+      {"info extra", "unexpected argument 'extra'"},
+      {"list extra", "unexpected argument 'extra'"},
+      {"run 3 --flip=maybe", "maybe"},
+      {"quiz --quiz /tmp", "/tmp: cannot read the quiz file: it is a directory, not a quiz file"},
+      {"quiz --seed=" + std::string(40000, '1'), "is 40007 bytes long; the limit is 4200"},
+      {"--" + std::string(30000, 'y'), "is 30002 bytes long"},
+      {"run 3 -" + std::string(30000, 'q'), "is 30001 bytes long"},
+      {"quiz --quiz " + std::string(40000, 'p'), "is 40000 bytes long"},
       {"quiz --quiz " + bad_quiz.string(), bad_quiz.string() + ":3:5: questions[0].prompt: missing (required)"},
       {"run no-such-lab", "no lab named 'no-such-lab'"},
       {"run", "which lab?"},
@@ -299,8 +323,89 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
     CHECK(r.code == 2);
     CHECK(has(r.err, c.message));
     CHECK(count(r.err, "\n") == 1);  // one line, no stack trace
+    CHECK(r.err.size() < 600);        // a 40 KB argument is not echoed whole
   }
   fs::remove(bad_quiz);
+}
+
+TEST_CASE("a flag's value is honoured: --flip=false, --json=false, --quick=0, --reveal=false") {
+  CHECK(run("run number-formats --quick --flip").code == 1);  // the counterfactual fails the checks
+  CHECK(run("run number-formats --quick --flip=false").code == 0);
+  const auto text = run("run number-formats --quick --json=false");
+  CHECK(text.code == 0);
+  CHECK(has(text.out, "verdict: PASS"));
+  CHECK(text.out.rfind("{", 0) != 0);  // not JSON
+  const auto reveal_off = run(kTwo + " --reveal=false --answers cd");  // --reveal would refuse --answers
+  CHECK(reveal_off.code == 0);
+  CHECK(has(reveal_off.out, "Score: 2/2 right"));
+  CHECK(has(run("run number-formats --quick").out, "quick mode"));
+  CHECK_FALSE(has(run("run number-formats --quick=0").out, "quick mode"));
+}
+
+TEST_CASE("hostile names and answers come back escaped, never raw into the terminal") {
+  const auto lab = run("run \"$(printf \"\\033[2J\\033[Hpwned\")\"");
+  CHECK(lab.code == 2);
+  CHECK(has(lab.err, "no lab named '\\x1b[2J\\x1b[Hpwned'"));
+  CHECK(inert(lab.err));
+  const auto prompt = run("quiz --quick --device cpu --only 3", "\x1b[2J\nc\n");
+  CHECK(has(prompt.out, "got '\\x1b[2J'."));
+  CHECK(inert(prompt.out));
+  const auto option = run("\"$(printf \"--\\033[2J\")\"");
+  CHECK(option.code == 2);
+  CHECK(inert(option.err));
+}
+
+TEST_CASE("a quiz file that is not UTF-8 is refused on load, before the walk writes an empty --json") {
+  const fs::path quiz = scratch("latin1.yaml"), json = scratch("latin1.json");
+  std::string text = slurp(AMP_LAB_SOURCE_DIR "/quiz.yaml");
+  text.replace(text.find("Mixed Precision"), 5, "Mix\xe9" "d");
+  std::ofstream(quiz) << text;
+  fs::remove(json);
+  const auto r = run("quiz --reveal --quick --device cpu --quiz " + quiz.string() + " --json " + json.string());
+  CHECK(r.code == 2);
+  CHECK(has(r.err, ":4:11: encoding: byte '\\xe9' is not UTF-8"));
+  CHECK_FALSE(fs::exists(json));
+  fs::remove(quiz);
+}
+
+TEST_CASE("a FIFO as --quiz is refused with exit 2 instead of waiting for a writer") {
+  const fs::path fifo = scratch("quiz_fifo_" + std::to_string(::getpid()));
+  fs::remove(fifo);
+  REQUIRE(sh("mkfifo " + fifo.string()) == 0);
+  const auto r = run("list --quiz " + fifo.string());
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "not a regular file"));
+  fs::remove(fifo);
+}
+
+TEST_CASE("output that cannot be written is an error: stdout on a full disk or closed, --json unwritable") {
+  const std::string bin = AMP_LAB_BINARY_DIR "/bin/";
+  const fs::path err = scratch("write_err_" + std::to_string(::getpid()));
+  CHECK(sh(bin + "amp-lab list > /dev/full 2> " + err.string()) == 3);
+  CHECK(has(slurp(err), "amp-lab list: cannot write to standard output: No space left on device"));
+  CHECK(sh(bin + "lab03_number_formats --quick > /dev/full 2> " + err.string()) == 3);
+  CHECK(has(slurp(err), "lab03_number_formats: cannot write to standard output"));
+  CHECK(sh(bin + "amp-lab list >&- 2> " + err.string()) == 3);
+  CHECK(has(slurp(err), "standard output is closed"));
+  CHECK(sh(bin + "amp-lab quiz --reveal --quick --device cpu --only 3 --json /dev/full > /dev/null 2> " + err.string()) == 3);
+  CHECK(has(slurp(err), "--json: writing '/dev/full' failed: No space left on device"));
+  // An unwritable path is found before any lab runs.
+  const auto r = run(kTwo + " --answers cd --json /nonexistent/dir/walk.json");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "--json: cannot write '/nonexistent/dir/walk.json': No such file or directory"));
+  CHECK_FALSE(has(r.out, "━━"));
+  fs::remove(err);
+}
+
+TEST_CASE("TERM=dumb gets no colour even on a terminal") {
+  const fs::path out = scratch("term_" + std::to_string(::getpid()));
+  const std::string cmd = AMP_LAB_BINARY_DIR "/bin/lab03_number_formats --quick";
+  // script(1) gives the lab a pseudo-terminal, where it would use colour.
+  REQUIRE(sh("TERM=xterm script -qec \"" + cmd + "\" /dev/null > " + out.string()) == 0);
+  CHECK(has(slurp(out), "\x1b["));  // colour on a terminal: the test can tell
+  REQUIRE(sh("TERM=dumb script -qec \"" + cmd + "\" /dev/null > " + out.string()) == 0);
+  CHECK_FALSE(has(slurp(out), "\x1b["));
+  fs::remove(out);
 }
 
 TEST_CASE("asking for CUDA where there is none is refused up front, by the runner and by a lab") {
@@ -316,21 +421,53 @@ TEST_CASE("asking for CUDA where there is none is refused up front, by the runne
   }
 }
 
-TEST_CASE("Ctrl-C at the prompt ends the quiz with the summary") {
-  // The quiz waits on a FIFO that never delivers a line; SIGINT arrives once the prompt is shown.
-  const fs::path dir = scratch("sigint_" + std::to_string(::getpid()));
+// Starts the quiz in the background on a FIFO that never delivers a line, waits until `ready` shows in
+// its output, sends `signals` (e.g. "INT" or "INT INT INT"), and returns what it printed and its status
+// as bash reports it (128+N for a process killed by signal N, too: the summary tells them apart).
+Result signalled(const std::string& args, const std::string& ready, const std::string& signals) {
+  const fs::path dir = scratch("signal_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string d = dir.string();
   std::ofstream(dir / "run.sh") << "cd '" << d << "'\nmkfifo in\nexec 3<>in\n"
-                                 << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' quiz --quick --device cpu --only 3 <in >out 2>err &\n"
-                                 << "pid=$!\nfor i in $(seq 300); do grep -q 'Your answer' out && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done\n"
-                                 << "kill -INT $pid\nwait $pid\necho $? > code\n";
+                                 << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args << " <in >out 2>err &\n"
+                                 << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready
+                                 << "' out && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done\n"
+                                 << "for s in " << signals << "; do kill -$s $pid; sleep 0.05; done\n"
+                                 << "wait $pid\necho $? > code\n";
   REQUIRE(std::system(("bash '" + (dir / "run.sh").string() + "'").c_str()) == 0);
-  const std::string out = slurp(dir / "out");
-  CHECK(has(out, "Stopped (interrupted)."));
-  CHECK(has(out, "Summary"));
-  CHECK(std::stoi(slurp(dir / "code")) == 0);
+  Result r{std::stoi(slurp(dir / "code")), slurp(dir / "out"), slurp(dir / "err")};
   fs::remove_all(dir);
+  return r;
+}
+
+TEST_CASE("Ctrl-C at the prompt ends the quiz with the summary and exit code 130") {
+  const auto r = signalled("quiz --quick --device cpu --only 3", "Your answer", "INT");
+  CHECK(has(r.out, "Stopped (interrupted)."));
+  CHECK(has(r.out, "Summary"));
+  CHECK(r.code == 130);
+}
+
+TEST_CASE("SIGTERM and SIGHUP end the quiz like Ctrl-C: summary, then 128 + the signal") {
+  const auto term = signalled("quiz --quick --device cpu --only 3", "Your answer", "TERM");
+  CHECK(has(term.out, "Stopped (terminated)."));
+  CHECK(has(term.out, "Summary"));
+  CHECK(term.code == 143);
+  const auto hup = signalled("quiz --quick --device cpu --only 3", "Your answer", "HUP");
+  CHECK(has(hup.out, "Stopped (hang-up)."));
+  CHECK(hup.code == 129);
+}
+
+TEST_CASE("Ctrl-C while a lab runs stops after it with the summary, and three stop it at once") {
+  // Question 4's full-size lab runs for about a second, long enough to be interrupted in the middle.
+  const auto once = signalled("quiz --device cpu --only 4", "1/1 · lab", "INT");
+  CHECK(has(once.out, "Stopped (interrupted)."));
+  CHECK_FALSE(has(once.out, "Your answer"));
+  CHECK(once.code == 130);
+  const auto thrice = signalled("quiz --device cpu --only 4", "1/1 · lab", "INT INT INT");
+  CHECK_FALSE(has(thrice.out, "Summary"));  // killed by the third signal, not ended by the walk
+  CHECK(has(thrice.err, "once more to stop at once"));
+  CHECK(thrice.code == 130);
 }
 
 namespace {

@@ -8,6 +8,8 @@
 #include <regex>
 #include <set>
 
+#include <sys/stat.h>
+
 #include <yaml-cpp/yaml.h>
 
 #include "amp_lab_paths.h"
@@ -80,7 +82,9 @@ TEST_CASE("each malformed quiz file gets its own error with line, column and fie
   CHECK(error_for("answer-out-of-range", kGood, "answer: b", "answer: e") ==
         ":7:13: questions[0].answer: must be exactly one letter from a to d, got 'e'");
   CHECK(error_for("two-answers", kGood, "answer: b", "answer: [a, b]") ==
-        ":7:13: questions[0].answer: must be exactly one letter from a to d, got 'a list or mapping'");
+        ":7:13: questions[0].answer: must be exactly one letter from a to d, got a list");
+  CHECK(error_for("null-answer", kGood, "answer: b", "answer: ~") ==
+        ":7:13: questions[0].answer: must be exactly one letter from a to d, got nothing (an empty value)");
   CHECK(error_for("unknown-lab", kGood, "lab: lab-a", "lab: lab-z") ==
         ":4:10: questions[0].lab: no lab named 'lab-z' (see: amp-lab list)");
   CHECK(error_for("bad-placeholder", kGood, "{lost_share}", "{lost_shares}") ==
@@ -110,7 +114,7 @@ TEST_CASE("why_not explains wrong options by letter, with placeholders checked l
   CHECK(error_for("why-not-placeholder", with, "{steps} steps say", "{step} steps say") ==
         ":11:10: questions[0].why_not.a: placeholder {step} is not an observation lab 'lab-a' provides");
   CHECK(error_for("why-not-empty", with, "\"D is wrong\"", "\"\"") ==
-        ":12:10: questions[0].why_not.d: must be a non-empty string");
+        ":12:10: questions[0].why_not.d: must not be empty");
   CHECK(error_for("why-not-list", with, "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n",
                   "    why_not: [a, d]\n") ==
         ":10:14: questions[0].why_not: must map wrong options' letters to why each is wrong");
@@ -167,9 +171,93 @@ TEST_CASE("each malformed track gets its own located error") {
         ":2:9: tracks: must be a non-empty list");
 }
 
-TEST_CASE("a missing quiz file is a clear error") {
+TEST_CASE("a missing quiz file, a directory or a FIFO is a clear error, without waiting for a writer") {
   CHECK_THROWS_WITH_AS(runner::load_quiz("/nonexistent/quiz.yaml", fake_labs),
-                       "/nonexistent/quiz.yaml: cannot read the quiz file", runner::QuizError);
+                       "/nonexistent/quiz.yaml: cannot read the quiz file: No such file or directory", runner::QuizError);
+  const auto dir = std::filesystem::temp_directory_path();
+  CHECK_THROWS_WITH_AS(runner::load_quiz(dir.string(), fake_labs),
+                       (dir.string() + ": cannot read the quiz file: it is a directory, not a quiz file").c_str(),
+                       runner::QuizError);
+  const auto fifo = dir / ("amp_lab_quiz_fifo_" + std::to_string(::getpid()));
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH_AS(runner::load_quiz(fifo.string(), fake_labs),
+                       (fifo.string() + ": cannot read the quiz file: not a regular file (a FIFO, socket or device)").c_str(),
+                       runner::QuizError);
+  std::filesystem::remove(fifo);
+}
+
+TEST_CASE("YAML that is not what it looks like is refused with its line and column") {
+  // Duplicate keys: yaml-cpp would silently take the first.
+  CHECK(error_for("dup-answer", kGood, "    answer: b\n", "    answer: c\n    answer: a\n") ==
+        ":8:5: questions[0].answer: given twice (first at line 7)");
+  CHECK(error_for("dup-title", kGood, "questions:", "title: U\nquestions:") == ":2:1: title: given twice (first at line 1)");
+  // A second document, even a broken one, is not ignored.
+  CHECK(error_for("two-docs", kGood + std::string("---\ntitle: [\n"), "", "").find("syntax") != std::string::npos);
+  CHECK(error_for("two-docs-valid", kGood + std::string("---\ntitle: T2\n"), "", "") ==
+        ":10:1: top level: a second YAML document; a quiz file holds exactly one");
+  // yaml-cpp 0.7 alone would loop forever, allocating, on a document that starts with ','.
+  CHECK(error_for("leading-comma", "# comment\n,title: T\n", "", "") == ":2:1: syntax: unexpected ','");
+  // An unterminated quote at the end of the file.
+  CHECK(error_for("open-quote", kGood, "\"{lost_share} of updates were lost\"\n", "\"{lost_share} lost\n") ==
+        ":9:18: questions[0].explanation: the quote \" opened here is never closed");
+  // Misspelt keys.
+  CHECK(error_for("itnro", kGood, "questions:", "itnro: hello\nquestions:") ==
+        ":2:1: top level: unknown key 'itnro' (known: title, intro, questions)");
+  CHECK(error_for("hnit", kGood, "    hint:", "    hnit:") ==
+        ":8:5: questions[0]: unknown key 'hnit' (known: id, track, lab, prompt, options, answer, explanation, why_not, hint)");
+  // Blank strings.
+  CHECK(error_for("blank-option", kGood, "[A, B, C, D]", "[A, ' ', C, D]") == ":6:18: questions[0].options[1]: must not be empty");
+  CHECK(error_for("blank-title", kGood, "title: T", "title: '  '") == ":1:8: title: must not be empty");
+  CHECK(error_for("null-option", kGood, "[A, B, C, D]", "[A, B, ~, D]") ==
+        ":6:21: questions[0].options[2]: must be a string, got nothing (an empty value)");
+}
+
+TEST_CASE("bytes that are not UTF-8, control characters and NULs are refused on load, not later") {
+  CHECK(error_for("latin1", kGood, "Why?", "Why\xe9?") == ":5:16: encoding: byte '\\xe9' is not UTF-8");
+  CHECK(error_for("half-char", kGood, "Why?", "Why\xc3") == ":5:16: encoding: byte '\\xc3' is not UTF-8");
+  CHECK(error_for("escape", kGood, "lab: lab-a", "lab: \x1b[2J\x1b[Hpwned") ==
+        ":4:10: encoding: the control character '\\x1b' is not allowed");
+  CHECK(error_for("nul", kGood, "Why?", std::string("Wh\0y?", 5)) == ":5:15: encoding: the control character '\\x00' is not allowed");
+  // A YAML escape makes a control character without one in the file.
+  CHECK(error_for("yaml-escape", kGood, "prompt: Why?", "prompt: \"Why\\e[2J?\"") ==
+        ":5:13: questions[0].prompt: holds the control character '\\x1b'");
+  CHECK(error_for("bidi", kGood, "prompt: Why?", "prompt: \"Why\\u202e?\"") ==
+        ":5:13: questions[0].prompt: holds the control character '\\u202e'");
+}
+
+TEST_CASE("every error is one line that quotes the input escaped and cut, whatever the input holds") {
+  const std::string huge(1 << 19, 'z');
+  const std::string msg = error_for("huge-lab", kGood, "lab: lab-a", "lab: " + huge);
+  CHECK(msg == ":4:10: questions[0].lab: no lab named '" + std::string(60, 'z') + "...' (524288 bytes) (see: amp-lab list)");
+  CHECK(error_for("newline-lab", kGood, "lab: lab-a", "lab: \"lab\\nz\"") ==
+        ":4:10: questions[0].lab: no lab named 'lab\\nz' (see: amp-lab list)");
+  // Nesting beyond yaml-cpp's limit says so.
+  const std::string deep = "title: " + std::string(5000, '[') + "\n";
+  CHECK(error_for("deep", deep, "", "").find("nested more than") != std::string::npos);
+}
+
+TEST_CASE("a file with CR-only line ends reads like the same file with LF") {
+  std::string cr = kGood;
+  for (char& c : cr)
+    if (c == '\n') c = '\r';
+  const auto quiz = runner::load_quiz(write("cr-only", cr), fake_labs);
+  REQUIRE(quiz.questions.size() == 1);
+  CHECK(quiz.questions[0].prompt == "Why?");
+  CHECK(error_for("cr-only-bad", cr, "answer: b", "answer: e") ==
+        ":7:13: questions[0].answer: must be exactly one letter from a to d, got 'e'");
+}
+
+TEST_CASE("placeholder scanning is linear: a million braces load or fail at once, not in the square") {
+  // The old scan searched for '}' from every '{': 10^12 steps here, which ctest's timeout would catch.
+  const std::string braces(1'000'000, '{');
+  CHECK(runner::placeholders(braces).empty());
+  CHECK(runner::fill(braces + "{steps}", {{"steps", "7"}}) == braces + "7");
+  CHECK(runner::stray_brace("a {steps} b") == std::string::npos);
+  CHECK(runner::stray_brace("a {steps b") == 2);
+  CHECK(runner::stray_brace("a } b") == 2);
+  CHECK(runner::placeholders("{a}{b:value}{ c }") == std::vector<std::string>{"a", "b:value"});
+  CHECK(error_for("many-braces", kGood, "{lost_share} of", "{lost_share} " + std::string(50'000, '{') + " of") ==
+        ":9:18: questions[0].explanation: '{' at character 14 is not part of a {placeholder} (a name of letters, digits and _)");
 }
 
 TEST_CASE("quiz.yaml's core track, the default, holds the seed's eight questions verbatim, in order") {

@@ -14,15 +14,6 @@
 
 namespace lab {
 
-void add_context_options(cxxopts::Options& options) {
-  options.add_options()
-      ("device", "auto, cpu or cuda (auto picks CUDA when present)", cxxopts::value<std::string>()->default_value("auto"))
-      ("dtype", "16-bit type: fp16 or bf16 (default: bf16 on CPU, fp16 on CUDA)", cxxopts::value<std::string>())
-      ("seed", "random seed (a non-negative integer)", cxxopts::value<std::string>()->default_value("0"))
-      ("quick", "smallest sizes that still show the effect (for tests)")
-      ("flip", "remove the cause of the effect; the lab's checks should then fail");
-}
-
 torch::Device resolve_device(const std::string& name, std::string* notice) {
   if (name == "cpu") return torch::kCPU;
   if (name == "cuda") {
@@ -38,7 +29,7 @@ torch::Device resolve_device(const std::string& name, std::string* notice) {
     if (notice) *notice = "auto: no CUDA device found, using the CPU";
     return torch::kCPU;
   }
-  throw UsageError("--device must be auto, cpu or cuda, got '" + name + "'");
+  throw UsageError("--device must be auto, cpu or cuda, got " + quote(name));
 }
 
 torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::Device device) {
@@ -46,56 +37,59 @@ torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::D
   torch::ScalarType dtype;
   if (*name == "fp16" || *name == "float16" || *name == "half") dtype = torch::kHalf;
   else if (*name == "bf16" || *name == "bfloat16") dtype = torch::kBFloat16;
-  else throw UsageError("--dtype must be fp16 or bf16, got '" + *name + "'");
+  else throw UsageError("--dtype must be fp16 or bf16, got " + quote(*name));
   if (device.is_cuda() && dtype == torch::kBFloat16 && !amp::cuda_supports_bf16())
     throw UsageError("--dtype bf16: this CUDA device (" + amp::cuda_device_name() + ") has no bfloat16 support");
   return dtype;
 }
 
 Context context_from(const cxxopts::ParseResult& args, std::string* notice) {
+  const ContextArgs c = context_args(args);
   Context ctx;
-  ctx.device = resolve_device(args["device"].as<std::string>(), notice);
-  ctx.dtype = resolve_dtype(args.count("dtype") ? std::optional(args["dtype"].as<std::string>()) : std::nullopt, ctx.device);
-  ctx.dtype_given = args.count("dtype") > 0;
-  const std::string seed = args["seed"].as<std::string>();
-  char* end = nullptr;
-  errno = 0;
-  ctx.seed = std::strtoull(seed.c_str(), &end, 10);
-  if (seed.empty() || seed[0] == '-' || *end != '\0' || errno == ERANGE)
-    throw UsageError("--seed must be a non-negative integer, got '" + seed + "'");
-  ctx.quick = args.count("quick") > 0;
-  ctx.flip = args.count("flip") > 0;
+  ctx.device = resolve_device(c.device, notice);
+  ctx.dtype = resolve_dtype(c.dtype, ctx.device);
+  ctx.dtype_given = c.dtype.has_value();
+  ctx.seed = c.seed;
+  ctx.quick = c.quick;
+  ctx.flip = c.flip;
   return ctx;
 }
 
 std::string one_line(const std::exception& e) {
   std::string msg;
-  if (auto* c10e = dynamic_cast<const c10::Error*>(&e)) msg = c10e->what_without_backtrace();
-  else msg = e.what();
-  const auto nl = msg.find('\n');
-  return nl == std::string::npos ? msg : msg.substr(0, nl);
+  if (auto* c10e = dynamic_cast<const c10::Error*>(&e)) {
+    msg = c10e->what_without_backtrace();
+    msg = msg.substr(0, msg.find('\n'));  // LibTorch's own lines after the first are its backtrace
+  } else {
+    msg = e.what();
+  }
+  return safe_line(msg);
 }
 
 int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::string& program) {
   cxxopts::Options options(program, info.title + " (quiz question " + std::to_string(info.question) + ")");
   add_context_options(options);
-  options.add_options()
-      ("json", "print the report as JSON")
-      ("no-color", "plain text even on a terminal")
-      ("h,help", "show this help");
+  add_lab_options(options);
   Context ctx;
   bool json = false, no_color = false;
   std::string notice;
   try {
+    check_stdout_open();
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return kExitLabError;
+  }
+  try {
+    check_argv(argc, argv);
     auto args = options.parse(argc, argv);
-    if (args.count("help")) {
+    if (flag(args, "help")) {
       std::cout << options.help() << "\nExit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.\n";
       return kExitPass;
     }
-    if (!args.unmatched().empty()) throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
+    if (!args.unmatched().empty()) throw UsageError("unexpected argument " + quote(args.unmatched().front()));
     ctx = context_from(args, &notice);
-    json = args.count("json") > 0;
-    no_color = args.count("no-color") > 0;
+    json = flag(args, "json");
+    no_color = flag(args, "no-color");
   } catch (const std::exception& e) {  // cxxopts' parse errors and our UsageError alike
     std::fprintf(stderr, "%s: %s\n", program.c_str(), one_line(e).c_str());
     return kExitUsage;
@@ -103,9 +97,13 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
   try {
     if (!notice.empty()) (json ? std::cerr : std::cout) << notice << "\n";
     Report report = run_lab(info, ctx);
-    if (json) std::cout << report.to_json().dump(2) << "\n";
+    if (json) std::cout << report.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else std::cout << report.render_text({.color = want_color(no_color)});
+    flush_stdout();
     return report.passed() ? kExitPass : kExitCheckFailed;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return kExitLabError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: lab failed: %s\n", program.c_str(), one_line(e).c_str());
     return kExitLabError;

@@ -2,26 +2,17 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include <cxxopts.hpp>
 
+#include "lab/cli_args.h"
 #include "lab/context.h"
 
 namespace lab {
 
 struct LabInfo;
 
-// Bad input from the user: printed as one line, exit code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-enum ExitCode : int { kExitPass = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitLabError = 3 };
-
-// --device auto|cpu|cuda, --dtype fp16|bf16, --seed N, --quick
-void add_context_options(cxxopts::Options& options);
 // `notice` receives what "auto" decided ("auto: no CUDA device, using the CPU"), to be printed.
 Context context_from(const cxxopts::ParseResult& args, std::string* notice = nullptr);
 
@@ -29,7 +20,7 @@ torch::Device resolve_device(const std::string& name, std::string* notice = null
 // nullopt: the device's default (CPU bf16, CUDA fp16), as torch.autocast picks.
 torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::Device device);
 
-// One line from any exception, without LibTorch's C++ backtrace.
+// One line from any exception, without LibTorch's C++ backtrace, escaped and cut by safe_line().
 std::string one_line(const std::exception& e);
 
 // The command line of one lab: parses the flags, runs it, prints text or JSON; returns an ExitCode.

@@ -6,13 +6,14 @@
 //   amp-lab list                    the tracks, their labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
 //   amp-lab --version               amp-lab's version and the LibTorch it was built with
-// Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run.
+// Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
+// or the output could not be written, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <sstream>
+#include <string_view>
 
 #include <unistd.h>
 
@@ -68,24 +69,9 @@ runner::Quiz track_of(const runner::Quiz& quiz, const std::string& name) {
   }
 }
 
-// --only takes question numbers as the walk shows them (Q9 is 9), limited to the chosen track's.
-std::vector<int> parse_only(const std::string& text, const std::vector<runner::Question>& questions) {
-  std::vector<int> numbers, valid;
-  for (const auto& q : questions) valid.push_back(q.number);
-  const bool contiguous = !valid.empty() && valid.back() - valid.front() + 1 == static_cast<int>(valid.size());
-  std::string expected;
-  for (int n : valid) expected += (expected.empty() ? "" : ", ") + std::to_string(n);
-  if (contiguous) expected = fmt::format("from {} to {}", valid.front(), valid.back());
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || std::find(valid.begin(), valid.end(), n) == valid.end())
-      throw lab::UsageError(fmt::format("--only '{}': expected question numbers {}, separated by commas", text, expected));
-    numbers.push_back(static_cast<int>(n));
-  }
-  if (numbers.empty()) throw lab::UsageError("--only: no question numbers given");
+std::vector<int> track_numbers(const runner::Quiz& quiz) {
+  std::vector<int> numbers;
+  for (const auto& q : quiz.questions) numbers.push_back(q.number);
   return numbers;
 }
 
@@ -102,29 +88,28 @@ int cmd_quiz(int argc, const char* const* argv) {
       ("quiz", "the quiz file (default: " + default_quiz_path() + ")", cxxopts::value<std::string>())
       ("h,help", "show this help");
   auto args = options.parse(argc, argv);
-  if (args.count("help")) {
+  if (lab::flag(args, "help")) {
     std::cout << options.help() << "\nAt a prompt: a-d answers, s skips, h shows a hint, q quits (so do EOF and Ctrl-C).\n";
     return lab::kExitPass;
   }
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument '" + args.unmatched().front() + "'");
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz file = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
   const runner::Quiz quiz = track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id);
   runner::WalkOptions walk;
   walk.ctx = lab::context_from(args, &walk.device_notice);
   walk.track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
-  if (args.count("only")) walk.only = parse_only(args["only"].as<std::string>(), quiz.questions);
+  if (args.count("only")) walk.only = lab::parse_question_list(args["only"].as<std::string>(), track_numbers(quiz));
   if (args.count("answers")) {
     walk.answers = args["answers"].as<std::string>();
     for (char c : *walk.answers)
-      if (!std::strchr("abcdsABCDS", c)) throw lab::UsageError(fmt::format("--answers: '{}' is not one of a, b, c, d or s", c));
+      if (!std::strchr("abcdsABCDS", c)) throw lab::UsageError(fmt::format("--answers: {} is not one of a, b, c, d or s", lab::quote(std::string(1, c))));
   }
-  walk.reveal = args.count("reveal") > 0;
+  walk.reveal = lab::flag(args, "reveal");
   if (walk.reveal && walk.answers) throw lab::UsageError("--reveal and --answers do not go together");
   if (args.count("json")) walk.json_path = args["json"].as<std::string>();
-  walk.color = lab::want_color(args.count("no-color") > 0);
+  walk.color = lab::want_color(lab::flag(args, "no-color"));
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   walk.pause = !walk.answers && !walk.reveal && isatty(STDIN_FILENO);
-  runner::install_interrupt_handler();
   return runner::walk(quiz, walk, std::cin, std::cout);
 }
 
@@ -132,7 +117,7 @@ int cmd_list(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab list", "List the tracks, their labs and the questions they back.");
   options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>());
   auto args = options.parse(argc, argv);
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument '" + args.unmatched().front() + "'");
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz quiz = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
   for (const auto& track : quiz.tracks) {
     const bool is_default = track.id == quiz.tracks.front().id;
@@ -160,18 +145,38 @@ int cmd_run(int argc, const char* const* argv) {
                    "LAB: an id from `amp-lab list`, or a question number\n";
       return lab::kExitPass;
     }
-    throw lab::UsageError("run: which lab? (see: amp-lab list)");
+    throw lab::UsageError("which lab? (see: amp-lab list)");
   }
   const lab::LabInfo* info = lab::find_lab(argv[1]);
-  if (!info) throw lab::UsageError(fmt::format("run: no lab named '{}' (see: amp-lab list)", argv[1]));
+  if (!info) throw lab::UsageError(fmt::format("no lab named {} (see: amp-lab list)", lab::quote(argv[1])));
   std::vector<const char*> rest{"amp-lab run"};
   for (int i = 2; i < argc; ++i) rest.push_back(argv[i]);
   return lab::lab_cli(*info, static_cast<int>(rest.size()), rest.data(), "amp-lab run " + info->id);
 }
 
+int cmd_info(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab info", "LibTorch build, the CPU's 16-bit features, the CUDA device.");
+  options.add_options()("h,help", "show this help");
+  auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  if (lab::flag(args, "help")) std::cout << options.help();
+  else runner::print_info(std::cout);
+  return lab::kExitPass;
+}
+
+int dispatch(const std::string& command, int argc, const char* const* argv) {
+  if (command == "quiz") return cmd_quiz(argc, argv);
+  if (command == "run") return cmd_run(argc, argv);
+  if (command == "list") return cmd_list(argc, argv);
+  if (command == "info") return cmd_info(argc, argv);
+  throw lab::UsageError("unknown command " + lab::quote(command) + " (commands: quiz, run, list, info)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First, so that a signal while the quiz and LibTorch load still ends with the summary and 128+signo.
+  if (argc >= 2 && std::string_view(argv[1]) == "quiz") runner::install_interrupt_handler();
   if (argc < 2) {
     std::fputs(kUsage, stderr);
     return lab::kExitUsage;
@@ -187,27 +192,28 @@ int main(int argc, char** argv) {
   }
   const int sub_argc = argc - 1;
   const char* const* sub_argv = argv + 1;
+  const bool known = command == "quiz" || command == "run" || command == "list" || command == "info";
+  const std::string name = known ? "amp-lab " + command : "amp-lab";  // names the command in messages
   try {
-    if (command == "quiz") return cmd_quiz(sub_argc, sub_argv);
-    if (command == "run") return cmd_run(sub_argc, sub_argv);
-    if (command == "list") return cmd_list(sub_argc, sub_argv);
-    if (command == "info") {
-      runner::print_info(std::cout);
-      return lab::kExitPass;
-    }
-    std::fprintf(stderr, "amp-lab: unknown command '%s' (commands: quiz, run, list, info)\n", command.c_str());
-    return lab::kExitUsage;
+    lab::check_stdout_open();
+    lab::check_argv(argc, argv);  // before cxxopts sees anything
+    const int code = dispatch(command, sub_argc, sub_argv);
+    lab::flush_stdout();
+    return code;
   } catch (const runner::QuizError& e) {
-    std::fprintf(stderr, "amp-lab: %s\n", e.what());
+    std::fprintf(stderr, "amp-lab: %s\n", lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
   } catch (const lab::UsageError& e) {
-    std::fprintf(stderr, "amp-lab %s: %s\n", command.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
   } catch (const cxxopts::exceptions::exception& e) {
-    std::fprintf(stderr, "amp-lab %s: %s\n", command.c_str(), e.what());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
+  } catch (const lab::OutputError& e) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
+    return lab::kExitLabError;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "amp-lab %s: %s\n", command.c_str(), lab::one_line(e).c_str());
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::one_line(e).c_str());
     return lab::kExitLabError;
   }
 }

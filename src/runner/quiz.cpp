@@ -1,24 +1,147 @@
 #include "runner/quiz.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
+#include "lab/text.h"
+
 namespace runner {
+
+const std::vector<std::string> kTopLevelKeys = {"title", "intro", "tracks", "questions"};
+const std::vector<std::string> kQuestionKeys = {"id", "track", "lab", "prompt", "options", "answer", "explanation", "why_not", "hint"};
+
 namespace {
 
 constexpr int kOptions = 4;
+constexpr size_t kMaxPlaceholder = 64;  // longer brace runs are text, so scanning stays linear
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == ':';
+}
+
+// One pass over a template: calls on_text for the text between placeholders and on_name for each name.
+// Every byte is looked at a bounded number of times, whatever the braces (no rescans from each '{').
+template <class OnText, class OnName>
+size_t scan_template(const std::string& text, OnText on_text, OnName on_name) {
+  size_t stray = std::string::npos, literal_from = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '}' && stray == std::string::npos) stray = i;
+    if (text[i] != '{') continue;
+    size_t j = i + 1;
+    while (j < text.size() && j - i <= kMaxPlaceholder && is_name_char(text[j])) ++j;
+    if (j < text.size() && text[j] == '}' && j > i + 1) {
+      on_text(literal_from, i);
+      on_name(text.substr(i + 1, j - i - 1));
+      literal_from = j + 1;
+      i = j;
+    } else if (stray == std::string::npos) {
+      stray = i;
+    }
+  }
+  on_text(literal_from, text.size());
+  return stray;
+}
+
+// Where in the text a byte offset is, 1-based, for messages about the raw file.
+YAML::Mark mark_at(const std::string& text, size_t offset) {
+  YAML::Mark m;
+  m.pos = static_cast<int>(offset);
+  m.line = static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
+  const size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  m.column = static_cast<int>(line_start == std::string::npos || offset == 0 ? offset : offset - line_start - 1);
+  return m;
+}
+
+// A character a quiz field may not hold: controls other than tab and newline, C1 controls, bidi overrides.
+size_t control_at(const std::string& s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) return i;
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F) return i;  // U+0080-U+009F
+    if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+        static_cast<unsigned char>(s[i + 2]) >= 0xAA && static_cast<unsigned char>(s[i + 2]) <= 0xAE)
+      return i;  // U+202A-U+202E
+    if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x81 &&
+        static_cast<unsigned char>(s[i + 2]) >= 0xA6 && static_cast<unsigned char>(s[i + 2]) <= 0xA9)
+      return i;  // U+2066-U+2069
+  }
+  return std::string::npos;
+}
+
+// The character at s[i] for a message: "\x1b", "\u202e".
+std::string char_at(const std::string& s, size_t i) {
+  size_t n = 1;
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  if (c >= 0xC0) n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+  return lab::quote(s.substr(i, n));
+}
+
+const char* kind(const YAML::Node& node) {
+  if (node.IsNull()) return "nothing (an empty value)";
+  if (node.IsSequence()) return "a list";
+  if (node.IsMap()) return "a mapping";
+  return "a string";
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// Where each YAML document starts, from the parser's events alone (no tree is built).
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
 
 class Validator {
  public:
-  explicit Validator(std::string path) : path_(std::move(path)) {}
+  Validator(std::string name, const std::string& text) : name_(lab::escape(name)), text_(text) {}
 
   [[noreturn]] void fail(const YAML::Mark& mark, const std::string& field, const std::string& what) const {
     // yaml-cpp marks are 0-based; editors count from 1.
-    if (mark.is_null()) throw QuizError(fmt::format("{}: {}: {}", path_, field, what));
-    throw QuizError(fmt::format("{}:{}:{}: {}: {}", path_, mark.line + 1, mark.column + 1, field, what));
+    if (mark.is_null()) throw QuizError(fmt::format("{}: {}: {}", name_, field, what));
+    throw QuizError(fmt::format("{}:{}:{}: {}: {}", name_, mark.line + 1, mark.column + 1, field, what));
+  }
+
+  // Keys: each once, each one of `known`. yaml-cpp keeps every pair of a mapping in order, so a key given
+  // twice is seen here even though a lookup would silently return the first.
+  void keys(const YAML::Node& map, const std::vector<std::string>& known, const std::string& field) const {
+    std::map<std::string, YAML::Mark> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      const YAML::Node key = it->first;
+      const std::string at = field.empty() ? "top level" : field;
+      if (!key.IsScalar()) fail(key.Mark(), at, "a key must be a plain word, got " + std::string(kind(key)));
+      const std::string name = key.Scalar();
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        fail(key.Mark(), at, fmt::format("unknown key {} (known: {})", lab::quote(name, 40), joined(known)));
+      const auto [first, inserted] = seen.emplace(name, key.Mark());
+      if (!inserted)
+        fail(key.Mark(), field.empty() ? name : field + "." + name,
+             fmt::format("given twice (first at line {})", first->second.line + 1));
+    }
   }
 
   YAML::Node required(const YAML::Node& parent, const char* key, const std::string& field) const {
@@ -27,17 +150,40 @@ class Validator {
     return node;
   }
 
-  std::string text(const YAML::Node& parent, const char* key, const std::string& field) const {
-    YAML::Node node = required(parent, key, field);
-    if (!node.IsScalar()) fail(node.Mark(), field, "must be a string");
-    std::string value = node.as<std::string>();
+  // A string value: not blank, no control characters (a YAML escape such as "\e" can make one), UTF-8.
+  std::string text(const YAML::Node& node, const std::string& field) const {
+    if (!node.IsScalar()) fail(node.Mark(), field, std::string("must be a string, got ") + kind(node));
+    closed_quote(node, field);
+    std::string value = node.Scalar();
     if (value.find_first_not_of(" \t\n") == std::string::npos) fail(node.Mark(), field, "must not be empty");
+    if (const size_t bad = lab::invalid_utf8_at(value); bad != std::string::npos)
+      fail(node.Mark(), field, fmt::format("is not UTF-8 (byte {} of the value)", bad + 1));
+    if (const size_t c = control_at(value); c != std::string::npos)
+      fail(node.Mark(), field, "holds the control character " + char_at(value, c));
     while (!value.empty() && (value.back() == '\n' || value.back() == ' ')) value.pop_back();
     return value;
   }
 
+  std::string text(const YAML::Node& parent, const char* key, const std::string& field) const {
+    return text(required(parent, key, field), field);
+  }
+
+  // yaml-cpp 0.7 takes a quoted scalar that runs to the end of the file as if it were closed.
+  void closed_quote(const YAML::Node& node, const std::string& field) const {
+    const size_t at = static_cast<size_t>(node.Mark().pos);
+    if (node.Mark().is_null() || at >= text_.size() || (text_[at] != '"' && text_[at] != '\'')) return;
+    const char q = text_[at];
+    for (size_t i = at + 1; i < text_.size(); ++i) {
+      if (q == '"' && text_[i] == '\\') ++i;                               // "\"" is an escaped quote
+      else if (q == '\'' && text_[i] == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'') ++i;  // '' in '...'
+      else if (text_[i] == q) return;
+    }
+    fail(node.Mark(), field, fmt::format("the quote {} opened here is never closed", q == '"' ? "\"" : "'"));
+  }
+
  private:
-  std::string path_;
+  std::string name_;
+  const std::string& text_;
 };
 
 std::string track_names(const std::vector<Track>& tracks) {
@@ -55,13 +201,42 @@ std::vector<Track> load_tracks(const Validator& v, const YAML::Node& root) {
   for (size_t i = 0; i < list.size(); ++i) {
     const std::string at = fmt::format("tracks[{}]", i);
     if (!list[i].IsMap()) v.fail(list[i].Mark(), at, "must be a mapping with id and title");
+    v.keys(list[i], {"id", "title"}, at);
     Track t{v.text(list[i], "id", at + ".id"), v.text(list[i], "title", at + ".title")};
     if (t.id == kAllTracks) v.fail(list[i]["id"].Mark(), at + ".id", "'all' is reserved for every track together");
     for (const auto& other : tracks)
-      if (other.id == t.id) v.fail(list[i]["id"].Mark(), at + ".id", "duplicate track '" + t.id + "'");
+      if (other.id == t.id) v.fail(list[i]["id"].Mark(), at + ".id", "duplicate track " + lab::quote(t.id));
     tracks.push_back(std::move(t));
   }
   return tracks;
+}
+
+// The file's bytes, refusing what is not a regular file before reading (a FIFO would block, a directory
+// fails late with a confusing message) and anything larger than kMaxQuizBytes.
+std::string read_quiz_file(const std::string& path) {
+  const std::string name = lab::escape(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw QuizError(fmt::format("{}: cannot read the quiz file: {}", name, std::strerror(errno)));
+  struct stat st {};
+  std::string text;
+  std::string error;
+  if (::fstat(fd, &st) != 0) error = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode)) error = "it is a directory, not a quiz file";
+  else if (!S_ISREG(st.st_mode)) error = "not a regular file (a FIFO, socket or device)";
+  else if (static_cast<size_t>(st.st_size) > kMaxQuizBytes)
+    error = fmt::format("{} bytes; a quiz file is at most {}", st.st_size, kMaxQuizBytes);
+  char buffer[65536];
+  while (error.empty()) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) error = std::strerror(errno);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxQuizBytes) error = fmt::format("more than {} bytes; a quiz file is at most that", kMaxQuizBytes);
+  }
+  ::close(fd);
+  if (!error.empty()) throw QuizError(fmt::format("{}: cannot read the quiz file: {}", name, error));
+  return text;
 }
 
 }  // namespace
@@ -69,7 +244,7 @@ std::vector<Track> load_tracks(const Validator& v, const YAML::Node& root) {
 Quiz select_track(const Quiz& quiz, const std::string& track) {
   if (track == kAllTracks) return quiz;
   const bool known = std::any_of(quiz.tracks.begin(), quiz.tracks.end(), [&](const Track& t) { return t.id == track; });
-  if (!known) throw QuizError(fmt::format("no track named '{}' (tracks: {}, {})", track, track_names(quiz.tracks), kAllTracks));
+  if (!known) throw QuizError(fmt::format("no track named {} (tracks: {}, {})", lab::quote(track), track_names(quiz.tracks), kAllTracks));
   Quiz selected = quiz;
   selected.questions.clear();
   for (const auto& q : quiz.questions)
@@ -79,41 +254,67 @@ Quiz select_track(const Quiz& quiz, const std::string& track) {
 
 std::vector<std::string> placeholders(const std::string& text) {
   std::vector<std::string> names;
-  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', open + 1)) {
-    const size_t close = text.find('}', open);
-    if (close == std::string::npos) break;
-    names.push_back(text.substr(open + 1, close - open - 1));
-  }
+  scan_template(text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
   return names;
+}
+
+size_t stray_brace(const std::string& text) {
+  return scan_template(text, [](size_t, size_t) {}, [](const std::string&) {});
 }
 
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {
   std::string out;
-  size_t pos = 0;
-  for (size_t open = text.find('{'); open != std::string::npos; open = text.find('{', pos)) {
-    const size_t close = text.find('}', open);
-    if (close == std::string::npos) break;
-    out += text.substr(pos, open - pos);
-    const std::string name = text.substr(open + 1, close - open - 1);
-    const auto it = values.find(name);
-    if (it == values.end()) throw QuizError("no observed value for placeholder {" + name + "}");
-    out += it->second;
-    pos = close + 1;
-  }
-  return out + text.substr(pos);
+  scan_template(
+      text, [&](size_t from, size_t to) { out.append(text, from, to - from); },
+      [&](const std::string& name) {
+        const auto it = values.find(name);
+        if (it == values.end()) throw QuizError("no observed value for placeholder {" + name + "}");
+        out += it->second;
+      });
+  return out;
 }
 
-Quiz load_quiz(const std::string& path, const LabLookup& labs) {
-  Validator v(path);
+Quiz load_quiz(const std::string& path, const LabLookup& labs) { return parse_quiz(read_quiz_file(path), path, labs); }
+
+Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs) {
+  // Line ends: CR-LF is read as it is; a lone CR (old Mac files) becomes LF, so such a file is not read
+  // as one long line. Byte offsets stay the same.
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) text[i] = '\n';
+  Validator v(name, text);
+  // Raw bytes first: yaml-cpp reads a NUL or invalid UTF-8 as something else and says so obscurely.
+  if (const size_t bad = lab::invalid_utf8_at(text); bad != std::string::npos)
+    v.fail(mark_at(text, bad), "encoding", fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
+      v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
+  }
+
+  // One document. Not YAML::LoadAll: yaml-cpp 0.7 loops forever, allocating, on a document that starts
+  // with ',' (its parser returns without consuming it), so the parser is asked for two documents at
+  // most, and one that starts where the first did is that stuck ','.
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw QuizError(path + ": cannot read the quiz file");
-  } catch (const YAML::ParserException& e) {
-    v.fail(e.mark, "syntax", e.msg);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {}
+    if (starts.marks.empty()) v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
+    if (starts.marks.size() > 1) {
+      const YAML::Mark second = starts.marks[1];
+      if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
+        v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
+      v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
+    }
+    root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));
+  } catch (const YAML::Exception& e) {
+    v.fail(e.mark, "syntax", lab::safe_line(e.msg, 200));
   }
   if (!root.IsMap()) v.fail(root.Mark(), "top level", "must be a mapping with title and questions");
+  v.keys(root, kTopLevelKeys, "");
 
   Quiz quiz;
   quiz.title = v.text(root, "title", "title");
@@ -127,72 +328,73 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
     const YAML::Node q = questions[i];
     const std::string at = fmt::format("questions[{}]", i);
     if (!q.IsMap()) v.fail(q.Mark(), at, "must be a mapping");
+    v.keys(q, kQuestionKeys, at);
     Question question;
     question.number = static_cast<int>(i) + 1;
     question.id = v.text(q, "id", at + ".id");
-    if (!ids.insert(question.id).second) v.fail(q["id"].Mark(), at + ".id", "duplicate id '" + question.id + "'");
+    if (!ids.insert(question.id).second) v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
     question.track = quiz.tracks.front().id;
     if (q["track"]) {
       question.track = v.text(q, "track", at + ".track");
       const bool declared = std::any_of(quiz.tracks.begin(), quiz.tracks.end(),
                                         [&](const Track& t) { return t.id == question.track; });
-      if (!declared) v.fail(q["track"].Mark(), at + ".track", "no track named '" + question.track + "' in tracks: " + track_names(quiz.tracks));
+      if (!declared) v.fail(q["track"].Mark(), at + ".track", "no track named " + lab::quote(question.track) + " in tracks: " + track_names(quiz.tracks));
     }
     question.prompt = v.text(q, "prompt", at + ".prompt");
 
     const YAML::Node options = v.required(q, "options", at + ".options");
     if (!options.IsSequence() || options.size() != kOptions)
       v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
-    for (size_t k = 0; k < options.size(); ++k) {
-      if (!options[k].IsScalar()) v.fail(options[k].Mark(), fmt::format("{}.options[{}]", at, k), "must be a string");
-      question.options.push_back(options[k].as<std::string>());
-    }
+    for (size_t k = 0; k < options.size(); ++k) question.options.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
 
     // One letter: exactly one correct option, and it must exist.
     const YAML::Node answer = v.required(q, "answer", at + ".answer");
-    const std::string letter = answer.IsScalar() ? answer.as<std::string>() : "";
+    const std::string letter = answer.IsScalar() ? answer.Scalar() : "";
     if (letter.size() != 1 || letter[0] < 'a' || letter[0] >= 'a' + kOptions)
       v.fail(answer.Mark(), at + ".answer",
-             fmt::format("must be exactly one letter from a to {}, got '{}'", char('a' + kOptions - 1),
-                         answer.IsScalar() ? letter : std::string("a list or mapping")));
+             fmt::format("must be exactly one letter from a to {}, got {}", char('a' + kOptions - 1),
+                         answer.IsScalar() ? lab::quote(letter) : std::string(kind(answer))));
     question.answer = letter[0] - 'a';
 
     question.lab = v.text(q, "lab", at + ".lab");
     const auto provided = labs(question.lab);
-    if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named '" + question.lab + "' (see: amp-lab list)");
+    if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
 
     // {key} is the lab's text for the observation, {key:value} its bare number and unit.
-    auto check_placeholders = [&](const YAML::Node& node, const std::string& field) {
-      for (const auto& placeholder : placeholders(node.as<std::string>())) {
+    auto check_template = [&](const YAML::Node& node, const std::string& value, const std::string& field) {
+      if (const size_t stray = stray_brace(value); stray != std::string::npos)
+        v.fail(node.Mark(), field,
+               fmt::format("{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
+                           lab::quote(value.substr(stray, 1)), stray + 1));
+      for (const auto& placeholder : placeholders(value)) {
         const auto colon = placeholder.find(':');
-        const std::string name = placeholder.substr(0, colon);
+        const std::string key = placeholder.substr(0, colon);
         if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
           v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
-        if (std::find(provided->begin(), provided->end(), name) == provided->end())
+        if (std::find(provided->begin(), provided->end(), key) == provided->end())
           v.fail(node.Mark(), field,
-                 fmt::format("placeholder {{{}}} is not an observation lab '{}' provides", name, question.lab));
+                 fmt::format("placeholder {{{}}} is not an observation lab {} provides", key, lab::quote(question.lab)));
       }
     };
     question.explanation = v.text(q, "explanation", at + ".explanation");
     question.hint = v.text(q, "hint", at + ".hint");
-    check_placeholders(q["explanation"], at + ".explanation");
-    check_placeholders(q["hint"], at + ".hint");
+    check_template(q["explanation"], question.explanation, at + ".explanation");
+    check_template(q["hint"], question.hint, at + ".hint");
     if (const YAML::Node why_not = q["why_not"]) {
       const std::string field = at + ".why_not";
       if (!why_not.IsMap()) v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
       for (const auto& entry : why_not) {
-        const std::string key = entry.first.IsScalar() ? entry.first.as<std::string>() : "";
+        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
         const int index = key.size() == 1 ? key[0] - 'a' : -1;
         if (index < 0 || index >= kOptions || index == question.answer)
           v.fail(entry.first.Mark(), field,
-                 fmt::format("'{}' is not the letter of a wrong option (the answer is {})", key,
+                 fmt::format("{} is not the letter of a wrong option (the answer is {})", lab::quote(key),
                              char('a' + question.answer)));
         const std::string entry_field = field + "." + key;
-        const std::string text = entry.second.IsScalar() ? entry.second.as<std::string>() : "";
-        if (text.find_first_not_of(" \t\n") == std::string::npos)
-          v.fail(entry.second.Mark(), entry_field, "must be a non-empty string");
-        check_placeholders(entry.second, entry_field);
-        question.why_not[index] = text.substr(0, text.find_last_not_of(" \n") + 1);
+        if (question.why_not.count(index)) v.fail(entry.first.Mark(), entry_field, "given twice");
+        const std::string text = v.text(entry.second, entry_field);
+        check_template(entry.second, text, entry_field);
+        question.why_not[index] = text;
       }
     }
     quiz.questions.push_back(std::move(question));

@@ -49,19 +49,35 @@ struct Quiz {
 // What a lab offers the quiz: the observation keys it promises. nullopt: no such lab.
 using LabLookup = std::function<std::optional<std::vector<std::string>>(const std::string& lab_id)>;
 
-// Loads and validates: required fields, 4 options with exactly one correct (a letter in range), the lab
-// exists, unique ids, every {placeholder} in explanation, why_not and hint is an observation the lab
-// provides, tracks with unique ids and titles, and every question's track declared. why_not (optional)
-// maps the letters of wrong options to why each is wrong.
+// The keys a quiz file may hold; any other key is refused (a misspelt key would otherwise be ignored).
+// A new key is one more name here and its reading in load_quiz.
+extern const std::vector<std::string> kTopLevelKeys;  // title, intro, tracks, questions
+extern const std::vector<std::string> kQuestionKeys;  // id, track, lab, prompt, options, answer, explanation, why_not, hint
+
+// The largest quiz file read (the project's is about 15 KB).
+constexpr size_t kMaxQuizBytes = 1 << 20;
+
+// Loads and validates: a regular file (a directory or FIFO is refused without blocking) of at most
+// kMaxQuizBytes, UTF-8 without control characters, one YAML document, no duplicate or unknown keys, no
+// unterminated quote; required fields, none blank; 4 options with exactly one correct (a letter in range),
+// the lab exists, unique ids, every {placeholder} in explanation, why_not and hint is an observation the
+// lab provides, tracks with unique ids and titles, and every question's track declared. why_not
+// (optional) maps the letters of wrong options to why each is wrong.
 // {key} stands for the observation as the lab prints it, {key:value} for its bare number and unit.
+// Every error is one line: "file:line:column: field: what", with input quoted by lab::quote().
 Quiz load_quiz(const std::string& path, const LabLookup& labs);
+// The same for text already in memory; `name` stands for the file in messages.
+Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs);
 
 // The quiz restricted to one track's questions (numbers kept), or all of them for kAllTracks. An unknown
 // track is a QuizError naming the known ones.
 Quiz select_track(const Quiz& quiz, const std::string& track);
 
-// The {names} used in a template, in order of appearance.
+// The {names} used in a template, in order of appearance. A name is letters, digits and '_', with an
+// optional ':format'; a brace that does not open or close such a name is text. Linear in the text's length.
 std::vector<std::string> placeholders(const std::string& text);
+// Byte offset of the first brace that is not part of a {name}, or std::string::npos.
+size_t stray_brace(const std::string& text);
 // Replaces each {name} by values.at(name); an unknown name is an error (validation should prevent it).
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values);
 

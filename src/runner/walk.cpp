@@ -1,7 +1,11 @@
 #include "runner/walk.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 #include <map>
 
@@ -16,8 +20,59 @@
 namespace runner {
 namespace {
 
-volatile std::sig_atomic_t g_interrupted = 0;
-void on_sigint(int) { g_interrupted = 1; }
+volatile std::sig_atomic_t g_interrupted = 0;  // the first signal's number, 0 while none came
+volatile std::sig_atomic_t g_signals = 0;      // how many came
+
+void on_signal(int signo) {
+  if (!g_interrupted) g_interrupted = signo;
+  g_signals = g_signals + 1;
+  if (g_signals == 2) {
+    static const char msg[] = "\namp-lab: stopping after the running lab; once more to stop at once\n";
+    [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+  } else if (g_signals >= 3) {  // a lab that does not return soon: end now, as the signal would by default
+    std::signal(signo, SIG_DFL);
+    std::raise(signo);
+  }
+}
+
+const char* signal_reason() {
+  return g_interrupted == SIGTERM ? "terminated" : g_interrupted == SIGHUP ? "hang-up" : "interrupted";
+}
+
+// The --json file, opened before the walk so a bad path costs nothing; O_NONBLOCK so that a FIFO
+// without a reader is refused instead of waiting forever.
+class JsonFile {
+ public:
+  explicit JsonFile(const std::string& path) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw lab::UsageError(fmt::format("--json: cannot write {}: {}", lab::quote(path), std::strerror(errno)));
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+  }
+  ~JsonFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  JsonFile(const JsonFile&) = delete;
+  JsonFile& operator=(const JsonFile&) = delete;
+
+  void write(const std::string& text) {
+    for (size_t done = 0; done < text.size();) {
+      const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail();
+      done += static_cast<size_t>(n);
+    }
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail();
+  }
+
+ private:
+  [[noreturn]] void fail() const {
+    throw lab::OutputError(fmt::format("--json: writing {} failed: {}", lab::quote(path_), std::strerror(errno)));
+  }
+  std::string path_;
+  int fd_ = -1;
+};
 
 enum class Outcome { Right, Wrong, Skipped, NotAsked };
 
@@ -81,7 +136,7 @@ std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, c
     out << fmt::format("Your answer [a-{}; s skip, h hint, q quit]: ", letter(n - 1)) << std::flush;
     std::string line;
     if (!std::getline(in, line)) {
-      *stop_reason = g_interrupted ? "interrupted" : "end of input";
+      *stop_reason = g_interrupted ? signal_reason() : "end of input";
       out << "\n";
       return std::nullopt;
     }
@@ -101,8 +156,8 @@ std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, c
         continue;
       }
     }
-    out << fmt::format("Please answer with one letter a-{} (or s to skip, h for a hint, q to quit); got '{}'.\n",
-                       letter(n - 1), word);
+    out << fmt::format("Please answer with one letter a-{} (or s to skip, h for a hint, q to quit); got {}.\n",
+                       letter(n - 1), lab::quote(word, /*max_glyphs=*/20));
   }
 }
 
@@ -112,7 +167,7 @@ bool pause(std::istream& in, std::ostream& out, const lab::Style& style, std::st
   out << "\n" << style.dim("Enter: next lab, q: quit ") << std::flush;
   std::string line;
   if (!std::getline(in, line)) {
-    *stop_reason = g_interrupted ? "interrupted" : "end of input";
+    *stop_reason = g_interrupted ? signal_reason() : "end of input";
     out << "\n";
     return false;
   }
@@ -160,10 +215,10 @@ nlohmann::json to_json(const std::vector<Answered>& walked, const WalkOptions& o
 
 void install_interrupt_handler() {
   struct sigaction sa {};
-  sa.sa_handler = on_sigint;
+  sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns, and the walk prints its summary
-  sigaction(SIGINT, &sa, nullptr);
+  for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
 }
 
 int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::ostream& out) {
@@ -174,6 +229,8 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
       walked.emplace_back(&q);
   if (options.answers && options.answers->size() != walked.size())
     throw lab::UsageError(fmt::format("--answers has {} letters for {} questions", options.answers->size(), walked.size()));
+  std::optional<JsonFile> json;
+  if (options.json_path) json.emplace(*options.json_path);
 
   out << style.bold(quiz.title) << "\n";
   // The default track goes unannounced, so `amp-lab quiz` reads as it always has.
@@ -192,10 +249,16 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
   std::string stop_reason;
   int right = 0, wrong = 0, skipped = 0;
   for (size_t i = 0; i < walked.size() && stop_reason.empty(); ++i) {
+    if (g_interrupted) {  // a signal while the quiz loaded, or during the pause
+      stop_reason = signal_reason();
+      break;
+    }
+    // Nothing is worth running when no one can read it (stdout on a full disk, a closed pipe).
+    if (!out.flush()) throw lab::OutputError("cannot write to standard output");
     Answered& a = walked[i];
     const lab::LabInfo* info = lab::find_lab(a.question->lab);
     out << "\n" << style.bold(fmt::format("━━ {}/{} · lab {} · {} ━━", i + 1, walked.size(), a.question->lab,
-                                          info ? info->source : "?")) << "\n";
+                                          info ? info->source : "?")) << "\n" << std::flush;
     try {
       if (!info) throw std::runtime_error("no lab named '" + a.question->lab + "'");
       a.report = lab::run_lab(*info, options.ctx);
@@ -208,7 +271,7 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
       out << style.red("The lab failed: " + a.lab_error) << "\n";
     }
     if (g_interrupted) {
-      stop_reason = "interrupted";
+      stop_reason = signal_reason();
       break;
     }
     print_question(*a.question, out, style, options.reveal);
@@ -279,11 +342,10 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
         << "\n";
   out << fmt::format("Lab checks: {} in all {} labs run\n", all_passed ? "held" : "did NOT all hold", labs_run);
 
-  if (options.json_path) {
-    std::ofstream f(*options.json_path);
-    if (!f) throw lab::UsageError("--json: cannot write " + *options.json_path);
-    f << to_json(walked, options, right, completed, all_passed).dump(2) << "\n";
-  }
+  if (json)  // quiz text is UTF-8 (checked on load); replace keeps the file whole should a lab's text not be
+    json->write(to_json(walked, options, right, completed, all_passed)
+                    .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  if (g_interrupted) return 128 + g_interrupted;
   if (any_lab_error) return lab::kExitLabError;
   return all_passed ? lab::kExitPass : lab::kExitCheckFailed;
 }

@@ -25,10 +25,13 @@ struct WalkOptions {
   bool color = false;
 };
 
-// Returns the exit code: 0 when every lab that ran passed its checks (and none failed to run).
+// Returns the exit code: 0 when every lab that ran passed its checks (and none failed to run), 128+N when
+// signal N stopped it (after the summary). The --json file is opened before the first lab runs (an
+// unwritable path is a UsageError up front); a failed write to it or to `out` is a lab::OutputError.
 int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::ostream& out);
 
-// Installs a SIGINT handler (no SA_RESTART) so Ctrl-C ends the walk with its summary.
+// Installs handlers for SIGINT, SIGTERM and SIGHUP (no SA_RESTART, so a blocked read returns): the first
+// signal ends the walk after the running lab, with its summary; the third ends the process at once.
 void install_interrupt_handler();
 
 }  // namespace runner
