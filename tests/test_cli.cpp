@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -32,7 +33,10 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-fs::path scratch(const std::string& name) { return fs::temp_directory_path() / ("amp_lab_cli_" + name); }
+// Per process, so that test runs in other clones at the same time do not share files.
+fs::path scratch(const std::string& name) {
+  return fs::temp_directory_path() / ("amp_lab_cli_" + std::to_string(::getpid()) + "_" + name);
+}
 
 // Runs `build/bin/<program> <args>` with `input` on stdin; NO_COLOR keeps the output plain.
 Result run(const std::string& args, const std::string& input = "", const std::string& program = "amp-lab") {
@@ -358,12 +362,17 @@ TEST_CASE("hostile names and answers come back escaped, never raw into the termi
 TEST_CASE("a quiz file that is not UTF-8 is refused on load, before the walk writes an empty --json") {
   const fs::path quiz = scratch("latin1.yaml"), json = scratch("latin1.json");
   std::string text = slurp(AMP_LAB_SOURCE_DIR "/quiz.yaml");
-  text.replace(text.find("Mixed Precision"), 5, "Mix\xe9" "d");
+  const size_t at = text.find("Mixed Precision");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 5, "Mix\xe9" "d");
+  const size_t line_start = text.rfind('\n', at) + 1;  // where the bad byte is: line and column, from 1
+  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
+  const auto column = at + 3 - line_start + 1;
   std::ofstream(quiz) << text;
   fs::remove(json);
   const auto r = run("quiz --reveal --quick --device cpu --quiz " + quiz.string() + " --json " + json.string());
   CHECK(r.code == 2);
-  CHECK(has(r.err, ":4:11: encoding: byte '\\xe9' is not UTF-8"));
+  CHECK(has(r.err, ":" + std::to_string(line) + ":" + std::to_string(column) + ": encoding: byte '\\xe9' is not UTF-8"));
   CHECK_FALSE(fs::exists(json));
   fs::remove(quiz);
 }

@@ -202,7 +202,7 @@ TEST_CASE("YAML that is not what it looks like is refused with its line and colu
         ":9:18: questions[0].explanation: the quote \" opened here is never closed");
   // Misspelt keys.
   CHECK(error_for("itnro", kGood, "questions:", "itnro: hello\nquestions:") ==
-        ":2:1: top level: unknown key 'itnro' (known: title, intro, questions)");
+        ":2:1: top level: unknown key 'itnro' (known: title, intro, tracks, questions)");
   CHECK(error_for("hnit", kGood, "    hint:", "    hnit:") ==
         ":8:5: questions[0]: unknown key 'hnit' (known: id, track, lab, prompt, options, answer, explanation, why_not, hint)");
   // Blank strings.
