@@ -24,6 +24,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -231,13 +232,15 @@ Summary summarize(const RunResult& r) {
 
 double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
   const torch::Tensor ta = torch::tensor(a, torch::kDouble), tb = torch::tensor(b, torch::kDouble);
+  if (!torch::isfinite(ta).all().item<bool>()) return std::numeric_limits<double>::infinity();  // diverged
   return ((ta - tb).abs().max() / tb.abs().max()).item<double>();
 }
 
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("data-parallel", "Sharded gradients need a global inf verdict; DDP has one by construction");
   const bool in_job = !env("RANK").empty();
-  Job job = in_job ? job_from_env() : Job{0, env("WORLD_SIZE").empty() ? kDefaultWorld : std::atoi(env("WORLD_SIZE").c_str()), ctx.quick, ctx.flip, ctx.seed};
+  Job job = in_job ? job_from_env() : Job{0, env("WORLD_SIZE").empty() ? kDefaultWorld : std::atoi(env("WORLD_SIZE").c_str())};
+  job.quick = ctx.quick, job.flip = ctx.flip, job.seed = ctx.seed;  // this rank's flags, not the spawn variables
   if (!in_job && (job.world < 2 || job.world > kMaxWorld))
     throw lab::UsageError(fmt::format("WORLD_SIZE must be 2..{}, got '{}'", kMaxWorld, env("WORLD_SIZE")));
   c10::intrusive_ptr<c10d::Store> store;
@@ -268,7 +271,7 @@ lab::Report run(const lab::Context& ctx) {
   auto& t = r.table("the three runs", {"run", "steps with an inf", "skipped", "ranks disagree", "final scales per rank", "replicas equal", "max |w - w_ddp| / max |w_ddp|"});
   for (int i = 0; i < 3; ++i) {
     std::string scales;
-    for (const auto& s : res[i].scales) scales += fmt::format("{}2^{:g}", scales.empty() ? "" : " ", std::log2(s.back()));
+    for (const auto& s : res[i].scales) scales += (scales.empty() ? "" : " ") + (s.back() > 0 ? fmt::format("2^{:g}", std::log2(s.back())) : std::string("0"));
     t.row({kRuns[i], std::to_string(sum[i].inf_steps), std::to_string(sum[i].skipped), std::to_string(sum[i].disagree), scales,
            sum[i].replicas_equal ? "bitwise" : "no", lab::sci(drift[i])});
   }
