@@ -35,7 +35,7 @@ TEST_CASE("in fp16 and bf16, w = 1 ignores 1e-4 updates and the 2^-11 (bf16: 2^-
   }
 }
 
-TEST_CASE("pure 16-bit training loses most updates and ends worse; master weights track fp32") {
+TEST_CASE("pure 16-bit training loses most updates and ends worse, while master weights track fp32") {
   for (auto dtype : {torch::kHalf, torch::kBFloat16}) {
     CAPTURE(lab::short_name(dtype));
     const auto r = run_quick(dtype, /*flip=*/false);

@@ -1,7 +1,11 @@
 // The amp-lab command, driven as a user drives it: real binary, scripted stdin, output and exit codes.
 #include <doctest/doctest.h>
 
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -105,6 +109,31 @@ TEST_CASE("q quits with the summary") {
   CHECK(has(r.out, "Score: 0/2 right"));
 }
 
+TEST_CASE("before the prompt the walk shows what the lab measured, and its checks and title only after the answer") {
+  const auto lab = run("run number-formats --quick --json");
+  REQUIRE(lab.code == 0);
+  const auto report = nlohmann::json::parse(lab.out);
+  REQUIRE(report["checks"].size() > 0);
+  const auto r = run("quiz --quick --device cpu --only 3 --answers c");
+  REQUIRE(r.code == 0);
+  const auto prompt = r.out.find("Your answer");
+  REQUIRE(prompt != std::string::npos);
+  const std::string before = r.out.substr(0, prompt), after = r.out.substr(prompt);
+  CHECK(has(before, "70000"));  // the measurements are there
+  CHECK_FALSE(has(before, report["title"].get<std::string>()));
+  CHECK_FALSE(has(before, "PASS"));
+  CHECK_FALSE(has(before, "verdict"));
+  CHECK(has(after, report["title"].get<std::string>()));
+  for (const auto& check : report["checks"]) {
+    const std::string claim = check["claim"];
+    CAPTURE(claim);
+    CHECK_FALSE(has(before, claim));
+    CHECK(has(after, claim));
+  }
+  CHECK(after.find("verdict: PASS") < after.find("The answer is c)"));
+  CHECK_FALSE(has(r.out, "Enter: next lab"));  // scripted: no pause
+}
+
 TEST_CASE("--reveal shows the answer key, and --json writes all eight labs") {
   const fs::path json = scratch("walk.json");
   const auto r = run("quiz --reveal --quick --device cpu --json " + json.string());
@@ -203,4 +232,91 @@ TEST_CASE("Ctrl-C at the prompt ends the quiz with the summary") {
   CHECK(has(out, "Summary"));
   CHECK(std::stoi(slurp(dir / "code")) == 0);
   fs::remove_all(dir);
+}
+
+namespace {
+
+// amp-lab on a pseudo-terminal, as a person runs it: stdin is a tty, so the walk pauses between labs.
+class Terminal {
+ public:
+  explicit Terminal(const std::string& args) {
+    pid_ = forkpty(&fd_, nullptr, nullptr, nullptr);
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::setenv("NO_COLOR", "1", 1);
+      const std::string cmd = "exec '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " + args;
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~Terminal() {
+    if (pid_ > 0 && !exited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) ::close(fd_);
+  }
+  // Reads until `text` appears in the output after `from` (or the program ends, or 120 s pass).
+  bool expect(const std::string& text) {
+    for (int waited = 0; waited < 120000; waited += 100) {
+      if (screen_.find(text, from_) != std::string::npos) {
+        from_ = screen_.find(text, from_) + text.size();
+        return true;
+      }
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) > 0) {
+        char buf[4096];
+        const ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n <= 0) return false;
+        screen_.append(buf, static_cast<size_t>(n));
+      }
+    }
+    return false;
+  }
+  void type(const std::string& keys) { REQUIRE(::write(fd_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size())); }
+  int wait_exit() {
+    while (expect("\x01never\x01")) {}
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  const std::string& screen() const { return screen_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool exited_ = false;
+  std::string screen_;
+  size_t from_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("at a terminal the walk pauses after each explanation: Enter goes on to the next lab") {
+  Terminal t("quiz --quick --device cpu --only 3,8");
+  REQUIRE(t.expect("Your answer"));
+  t.type("c\n");
+  REQUIRE(t.expect("Why: "));
+  REQUIRE(t.expect("Enter: next lab, q: quit"));
+  CHECK(t.screen().find("Q8.") == std::string::npos);  // the next lab waits for Enter
+  t.type("\n");
+  REQUIRE(t.expect("Q8."));
+  REQUIRE(t.expect("Your answer"));
+  t.type("d\n");
+  REQUIRE(t.expect("Score: 2/2 right"));
+  CHECK(t.wait_exit() == 0);
+  CHECK(t.screen().find("Enter: next lab") == t.screen().rfind("Enter: next lab"));  // none after the last
+}
+
+TEST_CASE("at a terminal, q at the pause ends the walk with its summary") {
+  Terminal t("quiz --quick --device cpu --only 3,8");
+  REQUIRE(t.expect("Your answer"));
+  t.type("c\n");
+  REQUIRE(t.expect("Enter: next lab, q: quit"));
+  t.type("q\n");
+  REQUIRE(t.expect("Stopped (quit)."));
+  REQUIRE(t.expect("Score: 1/2 right"));
+  t.wait_exit();
+  CHECK(t.screen().find("Q8.") == std::string::npos);
 }

@@ -94,6 +94,27 @@ TEST_CASE("each malformed quiz file gets its own error with line, column and fie
   CHECK(error_for("duplicate-id", twice, "", "") == ":10:9: questions[1].id: duplicate id 'q1'");
 }
 
+TEST_CASE("why_not explains wrong options by letter, with placeholders checked like the explanation") {
+  const std::string with = std::string(kGood) + "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n";
+  const auto quiz = runner::load_quiz(write("why-not", with), fake_labs);
+  REQUIRE(quiz.questions.size() == 1);
+  const auto& why = quiz.questions[0].why_not;
+  REQUIRE(why.size() == 2);
+  CHECK(why.at(0) == "{steps} steps say no");
+  CHECK(why.at(3) == "D is wrong");
+  CHECK(error_for("why-not-answer", with, "d: \"D", "b: \"D") ==
+        ":12:7: questions[0].why_not: 'b' is not the letter of a wrong option (the answer is b)");
+  CHECK(error_for("why-not-letter", with, "d: \"D", "x: \"D") ==
+        ":12:7: questions[0].why_not: 'x' is not the letter of a wrong option (the answer is b)");
+  CHECK(error_for("why-not-placeholder", with, "{steps} steps say", "{step} steps say") ==
+        ":11:10: questions[0].why_not.a: placeholder {step} is not an observation lab 'lab-a' provides");
+  CHECK(error_for("why-not-empty", with, "\"D is wrong\"", "\"\"") ==
+        ":12:10: questions[0].why_not.d: must be a non-empty string");
+  CHECK(error_for("why-not-list", with, "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n",
+                  "    why_not: [a, d]\n") ==
+        ":10:14: questions[0].why_not: must map wrong options' letters to why each is wrong");
+}
+
 TEST_CASE("a missing quiz file is a clear error") {
   CHECK_THROWS_WITH_AS(runner::load_quiz("/nonexistent/quiz.yaml", fake_labs),
                        "/nonexistent/quiz.yaml: cannot read the quiz file", runner::QuizError);

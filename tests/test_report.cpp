@@ -37,7 +37,7 @@ TEST_CASE("a report keeps observations, tables, charts and checks in the order t
   CHECK(text.find("verdict: PASS, 1/1 checks hold") != std::string::npos);
 }
 
-TEST_CASE("the measured part hides the title, checks and takeaways; the verdict part shows only them") {
+TEST_CASE("the measured part hides the title, checks and takeaways, and the verdict part shows only them") {
   lab::Report r("demo", "Loss scaling rescues gradients");
   r.note("dtypes: fp16");
   r.observe("share", "gradients zeroed", 55.6, "%");

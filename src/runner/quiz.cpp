@@ -118,19 +118,38 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
     const auto provided = labs(question.lab);
     if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named '" + question.lab + "' (see: amp-lab list)");
 
-    question.explanation = v.text(q, "explanation", at + ".explanation");
-    question.hint = v.text(q, "hint", at + ".hint");
-    for (const char* field : {"explanation", "hint"}) {
-      for (const auto& placeholder : placeholders(q[field].as<std::string>())) {
-        // {key} is the lab's text for the observation, {key:value} its bare number and unit.
+    // {key} is the lab's text for the observation, {key:value} its bare number and unit.
+    auto check_placeholders = [&](const YAML::Node& node, const std::string& field) {
+      for (const auto& placeholder : placeholders(node.as<std::string>())) {
         const auto colon = placeholder.find(':');
         const std::string name = placeholder.substr(0, colon);
         if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
-          v.fail(q[field].Mark(), at + "." + field,
-                 fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
+          v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
         if (std::find(provided->begin(), provided->end(), name) == provided->end())
-          v.fail(q[field].Mark(), at + "." + field,
+          v.fail(node.Mark(), field,
                  fmt::format("placeholder {{{}}} is not an observation lab '{}' provides", name, question.lab));
+      }
+    };
+    question.explanation = v.text(q, "explanation", at + ".explanation");
+    question.hint = v.text(q, "hint", at + ".hint");
+    check_placeholders(q["explanation"], at + ".explanation");
+    check_placeholders(q["hint"], at + ".hint");
+    if (const YAML::Node why_not = q["why_not"]) {
+      const std::string field = at + ".why_not";
+      if (!why_not.IsMap()) v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
+      for (const auto& entry : why_not) {
+        const std::string key = entry.first.IsScalar() ? entry.first.as<std::string>() : "";
+        const int index = key.size() == 1 ? key[0] - 'a' : -1;
+        if (index < 0 || index >= kOptions || index == question.answer)
+          v.fail(entry.first.Mark(), field,
+                 fmt::format("'{}' is not the letter of a wrong option (the answer is {})", key,
+                             char('a' + question.answer)));
+        const std::string entry_field = field + "." + key;
+        const std::string text = entry.second.IsScalar() ? entry.second.as<std::string>() : "";
+        if (text.find_first_not_of(" \t\n") == std::string::npos)
+          v.fail(entry.second.Mark(), entry_field, "must be a non-empty string");
+        check_placeholders(entry.second, entry_field);
+        question.why_not[index] = text.substr(0, text.find_last_not_of(" \n") + 1);
       }
     }
     quiz.questions.push_back(std::move(question));

@@ -23,7 +23,8 @@ struct Question {
   std::string prompt;
   std::vector<std::string> options;
   int answer = 0;  // index into options
-  std::string explanation;
+  std::string explanation;                     // why the answer is right
+  std::map<int, std::string> why_not;          // option index -> why that wrong option is wrong
   std::string hint;
 };
 
@@ -37,7 +38,8 @@ struct Quiz {
 using LabLookup = std::function<std::optional<std::vector<std::string>>(const std::string& lab_id)>;
 
 // Loads and validates: required fields, 4 options with exactly one correct (a letter in range), the lab
-// exists, unique ids, every {placeholder} in explanation and hint is an observation the lab provides.
+// exists, unique ids, every {placeholder} in explanation, why_not and hint is an observation the lab
+// provides. why_not (optional) maps the letters of wrong options to why each is wrong.
 // {key} stands for the observation as the lab prints it, {key:value} for its bare number and unit.
 Quiz load_quiz(const std::string& path, const LabLookup& labs);
 

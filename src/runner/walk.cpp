@@ -42,8 +42,9 @@ std::map<std::string, std::string> values_of(const Answered& a) {
                                                  : lab::num(o.value, 3) + o.unit;
     }
   }
-  for (const auto& name : placeholders(a.question->explanation + a.question->hint))
-    values.emplace(name, "(not measured: the lab failed)");
+  std::string templates = a.question->explanation + a.question->hint;
+  for (const auto& [index, why] : a.question->why_not) templates += why;
+  for (const auto& name : placeholders(templates)) values.emplace(name, "(not measured: the lab failed)");
   return values;
 }
 
@@ -59,7 +60,12 @@ void print_question(const Question& q, std::ostream& out, const lab::Style& styl
 void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style) {
   const Question& q = *a.question;
   out << fmt::format("The answer is {}) {}\n", letter(q.answer), q.options[q.answer]);
-  out << lab::wrap("Why: " + fill(q.explanation, values_of(a)), /*width=*/100, /*indent=*/"     ") << "\n";
+  const auto values = values_of(a);
+  out << lab::wrap("Why: " + fill(q.explanation, values), /*width=*/100, /*indent=*/"     ") << "\n";
+  for (const auto& [index, why] : q.why_not)
+    out << lab::wrap(fmt::format("Not {}) {}: {}", letter(index), q.options[index], fill(why, values)),
+                     /*width=*/100, /*indent=*/"     ")
+        << "\n";
   if (a.report && !a.report->passed())
     out << style.yellow(fmt::format("Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
                                     a.report->checks_passed(), a.report->checks().size()))
@@ -137,7 +143,10 @@ nlohmann::json to_json(const std::vector<Answered>& walked, const WalkOptions& o
     if (a.chosen >= 0) q["answer"] = std::string(1, letter(a.chosen));
     if (a.report) {
       q["report"] = a.report->to_json();
-      q["explanation"] = fill(a.question->explanation, values_of(a));
+      const auto values = values_of(a);
+      q["explanation"] = fill(a.question->explanation, values);
+      for (const auto& [index, why] : a.question->why_not)
+        q["why_not"][std::string(1, letter(index))] = fill(why, values);
     }
     if (!a.lab_error.empty()) q["lab_error"] = a.lab_error;
     j["questions"].push_back(std::move(q));
