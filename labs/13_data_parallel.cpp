@@ -64,7 +64,8 @@ struct Job { int rank, world; bool quick, flip; uint64_t seed; };
 // One rank's three runs; publishes per step "local inf" and "stepped", scales and final weights to the store.
 void run_rank(const Job& job, c10::intrusive_ptr<c10d::Store> store) {
   at::set_num_threads(1);
-  auto pg = amp::make_gloo_group(store, job.rank, job.world, env("MASTER_ADDR").empty() ? "127.0.0.1" : env("MASTER_ADDR"));
+  const std::string master = env("MASTER_ADDR");  // ranks on one machine use loopback; otherwise this host's address
+  auto pg = amp::make_gloo_group(store, job.rank, job.world, master == "127.0.0.1" || master == "localhost" ? "127.0.0.1" : "");
   auto wait = [](c10::intrusive_ptr<c10d::Work> w) { if (!w->wait(amp::kCollectiveTimeout)) throw std::runtime_error("collective timed out"); };
   const int64_t steps = job.quick ? kStepsQuick : kSteps;
   for (int run = 0; run < 3; ++run) {

@@ -1,5 +1,6 @@
 #include "amp/distributed.h"
 
+#include <cstdlib>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -57,7 +58,13 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_group(const c10::intrusive_ptr<c10d:
                                                   int world_size, const std::string& hostname,
                                                   std::chrono::milliseconds timeout) {
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-  options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  if (!hostname.empty()) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  } else if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+  } else {  // this machine's hostname, else loopback: what torch.distributed does
+    options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+  }
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 }
 

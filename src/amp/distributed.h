@@ -33,8 +33,9 @@ inline constexpr std::chrono::milliseconds kCollectiveTimeout{30000};
 std::shared_ptr<FoundInfReducer> found_inf_all_reduce(c10::intrusive_ptr<c10d::Backend> group,
                                                       std::chrono::milliseconds timeout = kCollectiveTimeout);
 
-// A Gloo process group (CPU tensors) over `store`, its sockets bound to `hostname` (an address this
-// machine has; "127.0.0.1" for ranks on one machine). Every collective fails after `timeout`.
+// A Gloo process group (CPU tensors) over `store`, its sockets bound to `hostname`, an address of this
+// machine ("127.0.0.1" for ranks on one machine); empty: the interface GLOO_SOCKET_IFNAME names, else
+// this machine's hostname, as torch.distributed does. Every collective fails after `timeout`.
 c10::intrusive_ptr<c10d::Backend> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                   int world_size, const std::string& hostname = "127.0.0.1",
                                                   std::chrono::milliseconds timeout = kCollectiveTimeout);
