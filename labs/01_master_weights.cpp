@@ -1,22 +1,22 @@
 // Lab 01: FP32 master weights keep the tiny updates that 16-bit storage rounds away (quiz question 1).
 //
-// (a) The arithmetic. w = 1 stored in 16 bits, plus 100 updates of 1e-4, stays exactly 1: the spacing of
-//     fp16 numbers at 1 is 2^-10 (bf16: 2^-7), and a sum is rounded back to the nearest representable
-//     value. In fp32 w moves to 1.01. Over random weights, an update of at least 2^-11 of its weight
-//     always survives in fp16 and one of 2^-12 or less never does (bf16: 2^-8 and 2^-9); the paper's
-//     rule "an update smaller than 2^-11 of its weight is lost" is the boundary between the two.
-// (b) The same small seeded model (a teacher-student regression, fine-tuned from near the teacher,
-//     where updates are small next to the weights) trained three ways with SGD: fp32; pure 16-bit
-//     (weights converted to 16 bits and updated in 16 bits); autocast with fp32 master weights
-//     (+ amp::GradScaler for fp16, disabled for bf16). Per step we count the share of parameter
-//     updates (non-zero gradient) that left the stored weight unchanged; final losses are
-//     evaluated in float64 and compared with the fp32 run.
+// The question is about FP16, so the lab runs fp16 unless --dtype names a type (--dtype bf16: bf16).
+// (a) w = 1 in 16 bits plus 100 updates of 1e-4 stays 1 (fp16's spacing at 1 is 2^-10, bf16's 2^-7); in
+//     fp32 it moves to 1.01. The bound: fp16 keeps an update larger than 2^-11 of the weight, loses one
+//     smaller than 2^-12, in between it depends on the weight's mantissa (bf16: 2^-8, 2^-9); an exact tie
+//     rounds to even. The paper's "smaller than 2^-11 of its weight is lost" is the band's upper end.
+// (b) A seeded teacher-student regression, fine-tuned from near the teacher (updates small next to the
+//     weights), trained with SGD in fp32; in pure 16-bit (weights stored and updated in 16 bits); and
+//     under autocast with fp32 master weights (+ amp::GradScaler for fp16). Per step: the share of
+//     updates (grad != 0) that left the stored weight unchanged; final losses in float64. A log2
+//     histogram of |lr x grad| / |weight| over the fp32 run's updates, bound marked: the paper's figure.
 //
 // Run alone:  build/bin/lab01_master_weights [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
 // --flip: the "16-bit" storage is fp32 instead (in (a) and for the pure run in (b)): nothing is rounded
-//         away, so the checks about lost updates and the worse loss fail.
+//         away, and fp32's bound (2^-24) lies below the run's updates, so the lost-update checks fail.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +24,7 @@
 
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "lab/charts.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 
@@ -43,7 +44,6 @@ constexpr double kLostLarge = 0.5;      // pure 16-bit: mean lost share above th
 constexpr double kWorseRatio = 1.5;     // pure 16-bit: final loss at least this times fp32's
 constexpr double kMasterMaxLost = 0.01; // master weights: lost share stays below 1% at every step
 constexpr double kTrackTol = 0.05;      // master weights: final loss within 5% of fp32's
-
 
 using torch::nn::Sequential;
 
@@ -77,7 +77,8 @@ struct Run {
 enum class Mode { Fp32, Pure16, Master };
 
 Run train(Mode mode, const Sequential& start, const torch::Tensor& x, const torch::Tensor& y, int64_t steps,
-          const std::vector<int64_t>& rows, torch::ScalarType low, torch::ScalarType store, const lab::Context& ctx) {
+          const std::vector<int64_t>& rows, torch::ScalarType low, torch::ScalarType store, const lab::Context& ctx,
+          std::vector<torch::Tensor>* ratios = nullptr) {
   Sequential model = copy_of(start);
   if (mode == Mode::Pure16) model->to(store);  // weights, activations and grads in 16 bits
   const torch::Tensor xin = mode == Mode::Pure16 ? x.to(store) : x;
@@ -92,6 +93,8 @@ Run train(Mode mode, const Sequential& start, const torch::Tensor& x, const torc
       loss = torch::mse_loss(model->forward(xin).to(torch::kFloat), y);
     }
     scaler.scale(loss).backward();
+    if (ratios)  // the update SGD is asked to make, relative to the weight it is added to
+      for (const auto& p : model->parameters()) ratios->push_back((p.grad() * kLr).abs().flatten() / p.detach().abs().flatten());
     std::vector<torch::Tensor> before;
     for (const auto& p : model->parameters()) before.push_back(p.detach().clone());
     const bool stepped = scaler.step(opt);
@@ -114,27 +117,23 @@ Run train(Mode mode, const Sequential& start, const torch::Tensor& x, const torc
   return run;
 }
 
-double mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double e : v) s += e;
-  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
-}
+double mean(const std::vector<double>& v) { return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size(); }
 
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("master-weights", "FP32 master weights keep tiny updates");
-  const torch::ScalarType low = ctx.dtype;
+  const torch::ScalarType low = ctx.dtype_given ? ctx.dtype : torch::kHalf;  // the question's format by default
   const torch::ScalarType store = ctx.flip ? torch::kFloat : low;  // where the "16-bit" weights live
   const std::string low_name = lab::short_name(low);
   const std::string store_name = ctx.flip ? "fp32 (flip)" : low_name;
-  r.note(fmt::format("dtypes: fp32 reference and master weights; {} storage and autocast{}; losses compared in fp64",
-                     low_name, low == torch::kHalf ? " (+ GradScaler)" : " (no scaler)"));
+  r.note(fmt::format("dtypes: fp32 reference and master weights; {} storage and autocast{}; losses compared in fp64{}",
+                     low_name, low == torch::kHalf ? " (+ GradScaler)" : " (no scaler)",
+                     ctx.dtype_given ? "" : " (fp16 by default; --dtype bf16 for bf16)"));
   if (ctx.flip) r.note("FLIP: the 16-bit weights are stored in fp32, so no update can be rounded away");
 
   r.section(fmt::format("(a) Rounding: w = 1 plus {} updates of {}", kRepeats, kTinyUpdate));
   double w_after[2];
-  const torch::ScalarType kinds[2] = {torch::kFloat, store};
   for (int k = 0; k < 2; ++k) {
-    auto w = torch::ones({}, torch::dtype(kinds[k]).device(ctx.device));
+    auto w = torch::ones({}, torch::dtype(k == 0 ? torch::kFloat : store).device(ctx.device));
     for (int i = 0; i < kRepeats; ++i) w.add_(kTinyUpdate);  // stored back in w's own dtype each time
     w_after[k] = w.item<double>();
   }
@@ -143,6 +142,12 @@ lab::Report run(const lab::Context& ctx) {
   const double spacing = spacing_at_one(store);
   r.observe("spacing_at_1", store_name + " spacing at 1 (measured)", spacing, "",
             fmt::format("2^{} = {}", std::log2(spacing), lab::sci(spacing)));
+  // Exact ties (an update of half the spacing) round to the neighbour with an even last mantissa bit.
+  auto in_store = [&](double a, double b) { return (torch::full({}, a, torch::dtype(store)) + b).item<double>(); };
+  const double tie_even = in_store(1.0, spacing / 2), tie_odd = in_store(1.0 + spacing, spacing / 2);
+  const double h = std::log2(spacing / 2);
+  r.observe("tie_from_even", fmt::format("{}: 1 + 2^{}", store_name, h), tie_even, "", fmt::format("{:.6f}", tie_even));
+  r.observe("tie_from_odd", fmt::format("{}: (1 + 2^{}) + 2^{}", store_name, h + 1, h), tie_odd, "", fmt::format("{:.6f}", tie_odd));
 
   // The rule over random weights (magnitudes 2^-2..2^2, random signs) and random-signed updates.
   const int rule = ctx.flip ? (low == torch::kHalf ? 11 : 8) : static_cast<int>(-std::log2(spacing)) + 1;
@@ -156,15 +161,20 @@ lab::Report run(const lab::Context& ctx) {
     auto u = (w.to(torch::kFloat).abs() * std::exp2(-k) * sign()).to(store);
     const double lost = (w + u == w).to(torch::kFloat).mean().item<double>();  // the sum rounded to `store`
     lost_at.push_back(lost);
-    rt.row({fmt::format("2^-{:g}{}", k, k == rule ? "  (the rule's bound)" : ""), lab::percent(lost)});
+    rt.row({fmt::format("2^-{:g}", k), lab::percent(lost)});
   }
   r.observe("lost_at_rule", fmt::format("lost at 2^-{} of the weight", rule), lost_at[1] * 100, "%");
+  r.observe("lost_between", fmt::format("lost at 2^-{} of the weight", rule + 0.5), lost_at[2] * 100, "%");
   r.observe("lost_below_rule", fmt::format("lost at 2^-{} of the weight", rule + 1), lost_at[3] * 100, "%");
-  r.check(fmt::format("{}: w = 1 ignores 1e-4 updates (fp32 moves); 2^-{} of w is lost (>99%), 2^-{} kept (<1% lost)",
-                      low_name, rule + 1, rule),
-          w_after[1] == 1.0 && w_after[0] > 1.005 && lost_at[3] > 0.99 && lost_at[1] < 0.01,
-          fmt::format("w = {:.6f} (fp32 {:.6f}); lost {} at 2^-{}, {} at 2^-{}", w_after[1], w_after[0],
-                      lab::percent(lost_at[3]), rule + 1, lab::percent(lost_at[1]), rule));
+  r.check(fmt::format("{}: w = 1 ignores 1e-4 updates (fp32 moves); 2^-{} of w is lost (>99%), 2^-{} kept (<1% lost), "
+                      "in between it depends on the mantissa; ties round to even", low_name, rule + 1, rule),
+          w_after[1] == 1.0 && w_after[0] > 1.005 && lost_at[3] > 0.99 && lost_at[1] < 0.01 && lost_at[2] > 0.01 &&
+              lost_at[2] < 0.99 && tie_even == 1.0 && tie_odd == 1.0 + 2 * spacing,
+          fmt::format("w = {:.6f} (fp32 {:.6f}); lost {} at 2^-{}, {} at 2^-{}, {} at 2^-{}; ties: {:.6f}, {:.6f}",
+                      w_after[1], w_after[0], lab::percent(lost_at[3]), rule + 1, lab::percent(lost_at[2]), rule + 0.5,
+                      lab::percent(lost_at[1]), rule, tie_even, tie_odd));
+  r.takeaway(fmt::format("{} keeps an update larger than 2^-{} of the weight, loses one smaller than 2^-{}, and in between it "
+                         "depends on the weight's mantissa; an exact tie rounds to the even neighbour", low_name, rule, rule + 1));
 
   // (b) Teacher-student regression; the student starts near the teacher (fine-tuning).
   const int64_t steps = ctx.size(300, 600, 100);
@@ -181,7 +191,8 @@ lab::Report run(const lab::Context& ctx) {
     for (auto& p : student->parameters()) p.add_(torch::randn_like(p) * kPerturb);
   }
   const std::vector<int64_t> rows = {1, steps / 3, 2 * steps / 3, steps};
-  const Run f32 = train(Mode::Fp32, student, x, y, steps, rows, low, store, ctx);
+  std::vector<torch::Tensor> ratios;
+  const Run f32 = train(Mode::Fp32, student, x, y, steps, rows, low, store, ctx, &ratios);
   const Run pure = train(Mode::Pure16, student, x, y, steps, rows, low, store, ctx);
   const Run master = train(Mode::Master, student, x, y, steps, rows, low, store, ctx);
 
@@ -204,6 +215,21 @@ lab::Report run(const lab::Context& ctx) {
   const double ratio_pure = pure.final_loss / f32.final_loss, ratio_master = master.final_loss / f32.final_loss;
   r.observe("loss_ratio_16bit", "final loss pure " + low_name + " / fp32", ratio_pure, "x", fmt::format("{:.3f}x", ratio_pure));
   r.observe("loss_ratio_master", "final loss master weights / fp32", ratio_master, "x", fmt::format("{:.4f}x", ratio_master));
+  // Where the run's updates sit against the storage format's bound (measured from its spacing at 1).
+  const int bound = static_cast<int>(-std::log2(spacing)) + 1;  // fp16 11, bf16 8, fp32 (flip) 24
+  const auto all = torch::cat(ratios);
+  const double below = (all < std::ldexp(1.0, -bound - 1)).to(torch::kDouble).mean().item<double>();
+  const double above = (all > std::ldexp(1.0, -bound)).to(torch::kDouble).mean().item<double>();
+  r.chart(lab::log2_histogram(fmt::format("|lr x grad| / |weight| of all {} updates of the fp32 run", all.numel()), all,
+                              /*lo=*/-bound - 7, /*hi=*/-bound + 5, /*step=*/1,
+                              {{-bound, fmt::format("{}: kept from 2^-{} up", store_name, bound)},
+                               {-bound - 1, fmt::format("{}: depends on the mantissa; lost below 2^-{}", store_name, bound + 1)}}));
+  r.observe("updates_below_bound", fmt::format("updates below 2^-{} of their weight", bound + 1), below * 100, "%");
+  r.observe("updates_above_bound", fmt::format("updates above 2^-{} of their weight", bound), above * 100, "%");
+  r.check(fmt::format("most of the run's updates (> {}) are below {}'s loss bound 2^-{}", lab::percent(kLostLarge, 0),
+                      store_name, bound + 1),
+          below > kLostLarge, fmt::format("{} below 2^-{}, {} above 2^-{}", lab::percent(below), bound + 1,
+                                          lab::percent(above), bound));
   if (master.skipped > 0) r.note(fmt::format("GradScaler skipped {} overflowing step(s); left out of the shares", master.skipped));
 
   r.check(fmt::format("pure {} loses > {} of its updates and ends >= {}x fp32's loss", low_name,
@@ -223,6 +249,6 @@ lab::Report run(const lab::Context& ctx) {
 
 AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates",
                  /*heading=*/"Tiny updates added to weights stored in 16 bits and in FP32", run,
-                 /*provides=*/{"w_after_fp32", "w_after_16bit", "spacing_at_1", "lost_at_rule", "lost_below_rule",
-                               "lost_share_16bit", "lost_share_master", "final_loss_fp32", "loss_ratio_16bit",
-                               "loss_ratio_master"});
+                 /*provides=*/{"w_after_fp32", "w_after_16bit", "spacing_at_1", "tie_from_even", "tie_from_odd",
+                               "lost_at_rule", "lost_between", "lost_below_rule", "updates_below_bound", "updates_above_bound",
+                               "lost_share_16bit", "lost_share_master", "final_loss_fp32", "loss_ratio_16bit", "loss_ratio_master"});

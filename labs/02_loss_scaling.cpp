@@ -62,12 +62,20 @@ lab::Report run(const lab::Context& ctx) {
                        opts.batch * opts.outputs, pow2(opts.loss_multiplier)));
   }
   const uf::Problem problem = uf::make_problem(opts, ctx.device);
+  // Why the gradients are small: the problem is built so (src/lab/underflow.h), as in the paper's detection nets.
+  if (!ctx.flip)
+    r.note(fmt::format("the gradients here are small by construction: targets with std {}, the MSE averaged over {} "
+                       "outputs (each gradient is 2 x residual / {}), an output layer initialised at {} of the default",
+                       opts.target_std, opts.batch * opts.outputs, opts.batch * opts.outputs,
+                       lab::percent(opts.output_init, 0)));
 
   // 1-2. The first step's activation gradients: the float64 reference, then fp16 with three scales.
   r.section(fmt::format("Activation gradients at step 0 ({} values)", problem.x.size(0) * (2 * opts.hidden + opts.outputs)));
   const torch::Tensor ref = uf::activation_grads(problem.init, problem, /*autocast_dtype=*/std::nullopt);
   r.chart(lab::log2_histogram("|gradient| in float64, by power of two", ref, /*lo=*/-39, /*hi=*/16, /*step=*/5,
-                              {{-24, "fp16 smallest subnormal 2^-24"},
+                              {{-25, "fp16 rounds |x| <= 2^-25 to 0, (2^-25,2^-24) up to 2^-24"},
+                               {-24, "fp16 subnormals from 2^-24 (smallest): kept, with fewer bits"},
+                               {-19, "fp16 subnormals up to 2^-14: kept, with fewer bits"},
                                {-14, "fp16 smallest normal 2^-14"},
                                {15, "fp16 largest 65504 (~2^16)"}}));
   const double zeroed_none = uf::zeroed_share(ref, uf::activation_grads(problem.init, problem, half, /*scale=*/1.0));

@@ -4,7 +4,9 @@
 // 16-bit inputs but add the products into an fp32 accumulator. This lab computes the same dot products
 // of fp16 inputs, of growing length K, three ways and compares each with a float64 reference computed
 // from the original fp32 inputs:
-//   (a) fp16 accumulation, emulated: a running sum rounded to fp16 after every single add;
+//   (a) fp16 accumulation, emulated: a running sum rounded to fp16 after every single add (the worst case);
+//   (a') blocked fp16 accumulation, as kernels with an fp16 accumulator do it: fp16 partial sums of a
+//        block of 32 products, each then added to an fp16 running sum (K/32 roundings of the large sum);
 //   (b) fp32 accumulation of the same fp16 inputs (result stored as fp16, as a fp16 matmul returns it);
 //   (c) the library's fp16 matmul, at::matmul on fp16 tensors on the device.
 // (a)'s error grows with K until the sum stalls: once half an fp16 step of the running sum exceeds a
@@ -15,7 +17,7 @@
 // Run alone:  build/bin/lab04_fp32_accumulation [--device cpu|cuda] [--quick] [--flip]
 // The inputs are fp16 whatever --dtype says (bf16 inputs would only add rounding; the point is the sum).
 // --flip: (b) and the "fp32" sum of 0.01s accumulate in fp16 as well, so the checks that fp32
-//         accumulation is far more accurate must FAIL.
+//         accumulation is far more accurate (than sequential and than blocked fp16) must FAIL.
 
 #include <algorithm>
 #include <cmath>
@@ -43,6 +45,7 @@ constexpr int64_t kKMaxCuda = 65536;     // the same on a GPU; the loop is launc
 constexpr int64_t kKMaxQuick = 4096;     // quick mode (tests): about a second
 constexpr int64_t kSide = 16;            // the matmul is [kSide, K] x [K, kSide]: 256 dot products
 constexpr int64_t kSideQuick = 8;        // 64 dot products in quick mode
+constexpr int64_t kBlock = 32;           // (a') products per fp16 partial sum (kKMin is a multiple of it)
 constexpr double kStallTerm = 0.01;      // the term summed in the stall demo
 constexpr int64_t kStallSteps = 10000;   // exact sum about 100; fp16 stalls at 32 after ~2600 adds (cheap: all modes)
 constexpr int64_t kStallProbe = 100;     // read the fp16 sum every this many adds to see when it stops moving
@@ -50,6 +53,7 @@ constexpr int64_t kStallProbe = 100;     // read the fp16 sum every this many ad
 constexpr double kMatchFactor = 1.5;     // (c) within this factor of (b) at every K counts as "matches"
 constexpr double kFarBelow = 5.0;        // (a) at least this many times the error of (b) and (c) at every K...
 constexpr double kFarBelowLongest = 100.0;  // ...and this many times at the longest K
+constexpr double kBlockedWorse = 3.0;    // (a') at least this many times (b)'s error at the longest K
 constexpr double kGrowth = 5.0;          // (a)'s error at the longest K over that at K = 256
 constexpr double kStallShare = 0.5;      // the fp16 sum of 0.01s ends below this share of the exact sum
 constexpr double kFp32SumTol = 1e-3;     // the fp32 sum of 0.01s ends within this relative error
@@ -68,7 +72,7 @@ std::string times(double x) {
 
 struct Row {
   int64_t k;
-  double fp16_acc, fp32_acc, matmul, cublas_fp16acc, fp16_share;
+  double fp16_acc, fp32_acc, matmul, cublas_fp16acc, fp16_share, blocked;
 };
 
 lab::Report run(const lab::Context& ctx) {
@@ -92,19 +96,26 @@ lab::Report run(const lab::Context& ctx) {
 
   auto acc16 = torch::zeros({side * side}, opts.dtype(torch::kHalf));  // (a)
   auto acc32 = torch::zeros({side * side}, opts.dtype(acc_b));         // (b)
+  auto block = torch::zeros({side * side}, opts.dtype(torch::kHalf));  // (a') the current block's partial sums
+  auto blocked = torch::zeros({side * side}, opts.dtype(torch::kHalf));  // (a') the running sum of blocks
   std::vector<Row> rows;
   bool cublas_switch = false;
   for (int64_t k = 1, next = kKMin; k <= k_max; ++k) {
     const auto p = products[k - 1];
     acc16.add_(p);  // computed in fp32, rounded to fp16 on store: one rounding per add
     acc32.add_(p);
+    block.add_(p);
+    if (k % kBlock == 0) {  // a block is complete: add its partial sum to the fp16 running sum
+      blocked.add_(block);
+      block.zero_();
+    }
     if (k != next) continue;
     next *= 2;
     const auto ref = torch::matmul(a64.slice(/*dim=*/1, 0, k), b64.slice(/*dim=*/0, 0, k)).reshape(-1);
     const auto a16k = a16.slice(/*dim=*/1, 0, k), b16k = b16.slice(/*dim=*/0, 0, k);
     Row row{k, rel_err(acc16, ref), rel_err(acc32.to(torch::kHalf), ref),
             rel_err(torch::matmul(a16k, b16k).reshape(-1), ref), NAN,
-            (acc16.to(torch::kDouble) / ref).mean().item<double>()};
+            (acc16.to(torch::kDouble) / ref).mean().item<double>(), rel_err(blocked, ref)};
 #if AMP_LAB_HAS_FP16_ACCUMULATION_SWITCH
     if (ctx.cuda()) {  // cuBLAS may accumulate fp16 GEMMs in fp16 when allowed; restore the setting after
       auto& g = at::globalContext();
@@ -119,12 +130,13 @@ lab::Report run(const lab::Context& ctx) {
   }
 
   r.section("Mean relative error of " + std::to_string(side * side) + " dot products vs float64, by length K");
-  std::vector<std::string> cols{"K", "(a) fp16 acc", "(b) " + lab::short_name(acc_b) + " acc", "(c) matmul",
+  std::vector<std::string> cols{"K", "(a) fp16 acc", "(a') fp16 blocks", "(b) " + lab::short_name(acc_b) + " acc", "(c) matmul",
                                 "(a)/(b)", "(a) sum/exact"};
   if (cublas_switch) cols.push_back("(c) cuBLAS fp16 acc");
   auto& table = r.table("", cols);
   for (const Row& row : rows) {
-    std::vector<std::string> cells{std::to_string(row.k), lab::sci(row.fp16_acc, 2), lab::sci(row.fp32_acc, 2),
+    std::vector<std::string> cells{std::to_string(row.k), lab::sci(row.fp16_acc, 2), lab::sci(row.blocked, 2),
+                                   lab::sci(row.fp32_acc, 2),
                                    lab::sci(row.matmul, 2), times(row.fp16_acc / row.fp32_acc),
                                    lab::percent(row.fp16_share)};
     if (cublas_switch) cells.push_back(lab::sci(row.cublas_fp16acc, 2));
@@ -138,11 +150,14 @@ lab::Report run(const lab::Context& ctx) {
     far = std::min(far, row.fp16_acc / std::max(row.fp32_acc, row.matmul));
   }
   // What this build's fp16 matmul does is measured, not assumed (CPU kernels and cuBLAS differ).
-  r.note(std::string(ctx.cuda() ? "CUDA (cuBLAS defaults)" : "CPU") + ": (c) / (b) error, worst over K: " + times(match) +
-         (match <= 1.05 && !ctx.flip ? ", so this build's fp16 matmul accumulates in fp32" : ""));
+  r.note(std::string(ctx.cuda() ? "CUDA (cuBLAS defaults)" : "CPU") + ": (c) / (b) error, worst over K: " + times(match));
+  if (match <= 1.05 && !ctx.flip)
+    r.takeaway(std::string(ctx.cuda() ? "CUDA" : "CPU") + ": this build's fp16 matmul matches fp32 accumulation, so it accumulates in fp32");
   r.observe("k_max", "longest dot product K", static_cast<double>(k_max), "", std::to_string(k_max));
   r.observe("err_fp16_acc_kmin", "(a) fp16 accumulation error at K = 256", first.fp16_acc, "", lab::sci(first.fp16_acc));
   r.observe("err_fp16_acc_kmax", "(a) fp16 accumulation error at the longest K", last.fp16_acc, "", lab::sci(last.fp16_acc));
+  r.observe("err_blocked_kmax", "(a') blocked fp16 acc error at the longest K", last.blocked, "",
+            lab::sci(last.blocked));
   r.observe("err_fp32_acc_kmax", "(b) " + lab::short_name(acc_b) + " accumulation error at the longest K", last.fp32_acc, "", lab::sci(last.fp32_acc));
   r.observe("err_matmul_kmax", "(c) fp16 at::matmul error at the longest K", last.matmul, "", lab::sci(last.matmul));
   const double far_longest = last.fp16_acc / std::max(last.fp32_acc, last.matmul);
@@ -175,7 +190,6 @@ lab::Report run(const lab::Context& ctx) {
   r.observe("stall_sum_fp32", lab::short_name(acc_b) + " sum of the same terms (exact " + lab::num(exact, 7) + ")", sum32,
             "", lab::num(sum32, 7));
 
-  r.section("Checks");
   const std::string b_name = "(b) " + lab::short_name(acc_b) + " acc";
   r.check("fp16 at::matmul's error matches fp32 accumulation's (within " + lab::num(kMatchFactor) +
               "x at every K): only inputs and result are rounded",
@@ -185,6 +199,12 @@ lab::Report run(const lab::Context& ctx) {
               lab::num(kFarBelowLongest) + "x at the longest)",
           far >= kFarBelow && far_longest >= kFarBelowLongest,
           "smallest ratio " + times(far) + ", at K = " + std::to_string(last.k) + ": " + times(far_longest));
+  r.check("blocked fp16 accumulation (partial sums of " + std::to_string(kBlock) +
+              ") beats sequential fp16 but stays >= " + lab::num(kBlockedWorse) + "x " + b_name +
+              "'s error at the longest K",
+          last.blocked < last.fp16_acc && last.blocked >= kBlockedWorse * last.fp32_acc,
+          "at K = " + std::to_string(last.k) + ": (a) " + lab::sci(last.fp16_acc) + ", (a') " + lab::sci(last.blocked) +
+              ", " + b_name + " " + lab::sci(last.fp32_acc) + " ((a')/(b) " + times(last.blocked / last.fp32_acc) + ")");
   r.check("fp16 accumulation's error grows with K (>= " + lab::num(kGrowth) + "x from K = 256 to " +
               std::to_string(last.k) + ")",
           last.fp16_acc >= kGrowth * first.fp16_acc,
@@ -201,6 +221,7 @@ lab::Report run(const lab::Context& ctx) {
 }  // namespace
 
 AMP_LAB_REGISTER("fp32-accumulation", /*question=*/4, "FP32 accumulation vs FP16 accumulation",
-                 /*heading=*/"Long sums of fp16 products, accumulated three ways", run,
-                 /*provides=*/{"k_max", "err_fp16_acc_kmin", "err_fp16_acc_kmax", "err_fp32_acc_kmax", "err_matmul_kmax",
+                 /*heading=*/"Long sums of fp16 products, accumulated four ways", run,
+                 /*provides=*/{"k_max", "err_fp16_acc_kmin", "err_fp16_acc_kmax", "err_blocked_kmax", "err_fp32_acc_kmax",
+                               "err_matmul_kmax",
                                "fp16_acc_penalty_kmax", "fp16_sum_share_kmax", "stall_sum_fp16", "stall_sum_fp32"});

@@ -1,6 +1,7 @@
 // Lab 02 (loss-scaling, Q2): fp16 flushes small activation gradients to zero, loss scaling rescues them.
 #include <doctest/doctest.h>
 
+#include <string>
 #include <string_view>
 
 #include <torch/torch.h>
@@ -47,4 +48,12 @@ TEST_CASE("flipped, the gradients are not small: nothing underflows and fp16 tra
   CHECK(r.value("underflow_share_unscaled") < 1.0);
   CHECK(r.value("loss_ratio_unscaled") == doctest::Approx(1.0).epsilon(0.05));
   CHECK(check_about(r, "skipped exactly").passed);  // the scaler's mechanics do not depend on the flip
+}
+
+TEST_CASE("the report says why the gradients are small and marks fp16's subnormal band as kept, with fewer bits") {
+  const lab::Report r = run_quick(/*flip=*/false);
+  const std::string text = r.render_text({.part = lab::Part::Measured});
+  CHECK(text.find("small by construction") != std::string::npos);
+  CHECK(text.find("fp16 subnormals from 2^-24 (smallest): kept, with fewer bits") != std::string::npos);
+  CHECK(text.find("fp16 subnormals up to 2^-14: kept, with fewer bits") != std::string::npos);
 }

@@ -34,28 +34,32 @@ TEST_CASE("bf16 reaches fp32's range while fp16 stops at 65504, whatever --dtype
     CHECK(r.value("fp16_mantissa_bits") == 10);
     CHECK(r.value("bf16_mantissa_bits") == 7);
     CHECK(r.value("bf16_epsilon") == doctest::Approx(std::ldexp(1.0, -7)));
+    CHECK(r.value("bf16_exponent_bits") == 8);
+    CHECK(r.value("bf16_top_half_share") == 100.0);  // percent: every bf16 pattern is fp32's top half
   }
 }
 
 TEST_CASE("round-trips through tensor casts keep 70000 and 1e-8 in bf16 and 1 + 2^-8 in fp16") {
+  CAPTURE("fp16 flushes at 2^-25: the tie rounds to even (0), just above it rounds up to 2^-24");
   const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
   CHECK(r.value("big_as_bf16") == doctest::Approx(70144));  // the nearest bf16 to 70000
   CHECK(r.value("tiny_as_bf16") == doctest::Approx(1e-8).epsilon(0.01));
   CHECK(r.value("one_plus_as_fp16") == doctest::Approx(1.0 + 1.0 / 256));
+  CHECK(r.value("half_sub_as_fp16") == 0.0);
+  CHECK(r.value("above_half_sub_as_fp16") == std::ldexp(1.0, -24));
 }
 
 TEST_CASE("with --flip (fp16 in bf16's place) the range and round-trip checks fail") {
   const auto r = run_quick(torch::kBFloat16, /*flip=*/true);
   CHECK_FALSE(r.passed());
-  for (const char* claim : {"bf16's max and smallest normal", "70000 overflows", "1e-8 underflows", "1 + 2^-8 is lost"}) {
+  for (const char* claim : {"bf16's max and smallest normal", "top half of an fp32", "70000 overflows", "1e-8 and 2^-25",
+                            "1 + 2^-8 is lost"}) {
     const lab::Check* c = find_check(r, claim);
     REQUIRE(c != nullptr);
     CHECK_FALSE(c->passed);
   }
-  // Both formats still have 16 bits: that check does not depend on the exponent width.
-  const lab::Check* bits = find_check(r, "both 16-bit formats use 16 bits");
-  REQUIRE(bits != nullptr);
-  CHECK(bits->passed);
+  CHECK(r.value("bf16_exponent_bits") == 5);  // measured from fp16's patterns in bf16's place
+  CHECK(r.value("bf16_top_half_share") < 50.0);
 }
 
 TEST_CASE("every observation the lab promises to the quiz is reported") {

@@ -24,7 +24,7 @@ TEST_CASE("the fp32-accumulation lab is registered for question 4") {
 TEST_CASE("fp16 accumulation drifts far from float64 while fp32 accumulation and fp16 matmul do not") {
   const auto r = run_quick(torch::kHalf, /*flip=*/false);
   CHECK(r.passed());
-  CHECK(r.checks().size() == 4);
+  CHECK(r.checks().size() == 5);
   CHECK(r.value("k_max") == 4096);
   // (b) and (c) carry only the rounding of inputs and result: about 2^-12 relative, well under 1e-3.
   CHECK(r.value("err_fp32_acc_kmax") < 1e-3);
@@ -32,6 +32,10 @@ TEST_CASE("fp16 accumulation drifts far from float64 while fp32 accumulation and
   CHECK(r.value("err_matmul_kmax") == doctest::Approx(r.value("err_fp32_acc_kmax")).epsilon(0.5));
   CHECK(r.value("err_fp16_acc_kmax") > 5 * r.value("err_fp16_acc_kmin"));
   CHECK(r.value("fp16_acc_penalty_kmax") >= 100);
+  // Blocked fp16 accumulation (partial sums of 32) sits between sequential fp16 and fp32.
+  CHECK(r.value("err_blocked_kmax") < r.value("err_fp16_acc_kmax"));
+  CHECK(r.value("err_blocked_kmax") >= 3 * r.value("err_fp32_acc_kmax"));
+  CHECK(check_about(r, "blocked fp16 accumulation").passed);
   // fp16's running sum of 0.01s stops at 32: half its step there (2^-6) exceeds 0.01.
   CHECK(r.value("stall_sum_fp16") == doctest::Approx(32).epsilon(0.02));
   // 10000 adds of fp16(0.01) = 0.010002136: exactly 100.02136.
@@ -46,7 +50,8 @@ TEST_CASE("the inputs are fp16 whatever --dtype says, so bf16 gives the same ver
 TEST_CASE("with --flip ((b) accumulates in fp16 too) the fp32-accumulation checks fail") {
   const auto r = run_quick(torch::kHalf, /*flip=*/true);
   CHECK_FALSE(r.passed());
-  for (const char* claim : {"fp16 at::matmul's error matches", "both are far below", "a running fp16 sum"}) {
+  for (const char* claim : {"fp16 at::matmul's error matches", "both are far below", "blocked fp16 accumulation",
+                            "a running fp16 sum"}) {
     const lab::Check* c = find_check(r, claim);
     REQUIRE(c != nullptr);
     CHECK_FALSE(c->passed);

@@ -56,6 +56,7 @@ Context context_from(const cxxopts::ParseResult& args, std::string* notice) {
   Context ctx;
   ctx.device = resolve_device(args["device"].as<std::string>(), notice);
   ctx.dtype = resolve_dtype(args.count("dtype") ? std::optional(args["dtype"].as<std::string>()) : std::nullopt, ctx.device);
+  ctx.dtype_given = args.count("dtype") > 0;
   const std::string seed = args["seed"].as<std::string>();
   char* end = nullptr;
   errno = 0;

@@ -11,6 +11,9 @@ namespace lab {
 struct Context {
   torch::Device device = torch::kCPU;
   torch::ScalarType dtype = torch::kBFloat16;  // the 16-bit type, for labs where one applies
+  // True when the user named the dtype (--dtype); false when `dtype` is the device's default. A lab whose
+  // question is about one format (lab 01: FP16) uses that format unless a dtype was asked for.
+  bool dtype_given = false;
   uint64_t seed = 0;
   bool quick = false;  // tests: smallest sizes that still show the effect, about a second on a CPU
   // Counterfactual: remove the cause of the lab's effect (say, keep fp32 where the lab stores fp16).
