@@ -1,18 +1,19 @@
 // Lab 06: the current AMP API, torch.amp.autocast + torch.amp.GradScaler, in C++ (quiz question 6).
 //
-// Shows the canonical mixed-precision training step written once (nanoGPT style) and correct for fp32,
-// bf16 and fp16: amp::Autocast around forward and loss, scaler.scale(loss).backward(), unscale_ and
-// gradient clipping, scaler.step(opt), scaler.update(). The scaler is built with
-// GradScalerOptions{.enabled = dtype == fp16}: for fp32 and bf16 every call is a pass-through. The lab
-// prints the Python <-> C++ mapping (and the deprecated torch.cuda.amp names), trains one seeded MLP in
-// all three precisions, checkpoints model + optimizer + scaler mid-run with amp::save_checkpoint, resumes
-// into a fresh model/optimizer/scaler and compares with the uninterrupted run bit for bit, and shows that
-// a second unscale_ before update() is refused (amp::GradScalerError, Python's message).
+// The canonical mixed-precision training step, written once (nanoGPT style) for fp32, bf16 and fp16:
+// amp::Autocast around forward and loss, scaler.scale(loss).backward(), unscale_ and clipping,
+// scaler.step(opt), scaler.update(); GradScalerOptions{.enabled = dtype == fp16}, so for fp32 and bf16
+// every scaler call is a pass-through. The lab prints the Python <-> C++ mapping (and the deprecated
+// torch.cuda.amp names), trains one seeded MLP in all three precisions, charts the fp16 scale step by
+// step, checkpoints model + optimizer + scaler mid-run, resumes into fresh objects and compares with the
+// uninterrupted run bit for bit, and shows that a second unscale_ before update() is refused.
 //
 // Run alone:  build/bin/lab06_amp_api [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
 // (all three precisions run whatever --dtype says; on CUDA bf16 needs a GPU that supports it)
-// --flip: the checkpoint holds the model only (torch::save(model), the common mistake); the resumed run
-//         starts with a fresh AdamW state and a fresh scaler, so the "resumes identically" check fails.
+// --flip: the resumed run loads model and optimizer from the checkpoint but drops the scaler's state
+//         (a fresh GradScaler): fp32 and bf16, whose scaler is disabled, still resume bit for bit, fp16
+//         does not, so the "resumes bit for bit in every precision" check fails.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -27,6 +28,7 @@
 #include "amp/checkpoint.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
+#include "lab/charts.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 
@@ -42,10 +44,11 @@ constexpr int64_t kBatch = 64;           // minibatch size
 constexpr double kLr = 1e-3;             // AdamW learning rate
 constexpr double kWeightDecay = 0.01;    // AdamW weight decay
 constexpr double kClipNorm = 1.0;        // clip_grad_norm_ on unscaled grads
-constexpr int64_t kGrowthInterval = 25;  // fp16 scaler: grow after 25 clean steps, so its state changes
-constexpr double kAgreeTol = 0.10;       // bf16/fp16 final loss within 10% of fp32's
+constexpr int64_t kGrowthInterval = 10;  // fp16 scaler: grow after 10 clean steps, so its state changes
+constexpr double kAgreeTol = 0.04;       // bf16/fp16 final loss within 4% of fp32's (measured: fp16
+                                         // 2.5% off, having skipped 12 of 200 steps; bf16 0.01%)
 constexpr double kTrained = 0.7;         // "trained": final loss below 0.7x the initial one
-
+constexpr size_t kChartWidth = 60;       // the scale chart's width in steps
 
 struct NetImpl : torch::nn::Cloneable<NetImpl> {  // Cloneable: copies for each run start identical
   NetImpl() { reset(); }
@@ -101,11 +104,15 @@ struct Data {
   torch::Tensor batch_y(int64_t step) const { return y.narrow(0, (step * kBatch) % kSamples, kBatch); }
 };
 
-// Steps [from, to) of the run; returns the number of steps the scaler skipped.
+// Steps [from, to) of the run; returns the number of steps the scaler skipped. `scales`, if given,
+// receives the scale after each step (one host sync per step, for the chart).
 int train(Net& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler, torch::ScalarType dtype,
-          torch::Device device, const Data& d, int64_t from, int64_t to) {
+          torch::Device device, const Data& d, int64_t from, int64_t to, std::vector<double>* scales = nullptr) {
   int skipped = 0;
-  for (int64_t s = from; s < to; ++s) skipped += !train_step(model, opt, scaler, dtype, device, d.batch_x(s), d.batch_y(s));
+  for (int64_t s = from; s < to; ++s) {
+    skipped += !train_step(model, opt, scaler, dtype, device, d.batch_x(s), d.batch_y(s));
+    if (scales) scales->push_back(scaler.get_scale());
+  }
   return skipped;
 }
 
@@ -130,9 +137,9 @@ lab::Report run(const lab::Context& ctx) {
   lab::Report r("amp-api", "torch.amp in C++: one training step for fp32, bf16 and fp16");
   const torch::Device dev = ctx.device;
   r.note("dtypes: fp32 weights, AdamW state and loss; autocast bf16/fp16 matmuls; all three run whatever --dtype says");
-  if (ctx.flip) r.note("FLIP: the checkpoint holds the model only; optimizer and scaler restart from scratch");
+  if (ctx.flip) r.note("FLIP: the resumed runs load model and optimizer, but start with a fresh scaler");
 
-  r.section("Python (torch 2.4+) <-> C++ (amp-lab)");
+  r.section("Python <-> C++ (amp-lab)");
   r.table("", {"Python", "C++"})
       .row({"torch.amp.autocast(\"cuda\"|\"cpu\", dtype=...)", "amp::Autocast ac(torch::kCUDA|kCPU, dtype)"})
       .row({"torch.amp.GradScaler(\"cuda\")", "amp::GradScaler scaler(device)"})
@@ -140,9 +147,10 @@ lab::Report run(const lab::Context& ctx) {
       .row({"scaler.scale(loss).backward()", "scaler.scale(loss).backward()"})
       .row({"scaler.unscale_(opt); clip_grad_norm_(...)", "scaler.unscale_(opt); torch::nn::utils::clip_grad_norm_"})
       .row({"scaler.step(opt); scaler.update()", "scaler.step(opt); scaler.update()"})
-      .row({"torch.save({model, optimizer, scaler})", "amp::save_checkpoint(path, model, opt, scaler)"})
-      .row({"torch.cuda.amp.autocast(...)  [deprecated]", "FutureWarning since 2.4: torch.amp.autocast(\"cuda\")"})
-      .row({"torch.cuda.amp.GradScaler()   [deprecated]", "FutureWarning since 2.4: torch.amp.GradScaler(\"cuda\")"});
+      .row({"torch.save({model, optimizer, scaler})", "amp::save_checkpoint(path, model, opt, scaler)"});
+  // Which namespace is current is the quiz's question: said only after the answer.
+  r.takeaway("torch.cuda.amp.autocast(...) and torch.cuda.amp.GradScaler() are the old, CUDA-only names: they print "
+             "a FutureWarning since PyTorch 2.4 and point to torch.amp.autocast(\"cuda\") and torch.amp.GradScaler(\"cuda\")");
 
   // One seeded start, data labelled by a random teacher network.
   Data d;
@@ -161,8 +169,9 @@ lab::Report run(const lab::Context& ctx) {
   r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}", steps,
                         kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, half));
   auto& t = r.table("", {"run", "autocast", "scaler", "final loss", "vs fp32", "skipped", "scale", "resumed == uninterrupted"});
-  std::vector<double> finals;
-  int identical = 0;
+  std::vector<double> finals, scales16;
+  std::vector<std::string> names;
+  std::vector<bool> same_run;
   double max_diff = 0, scale_ckpt = 0, final_scale = 1;
   int skipped16 = 0;
   for (const Precision p : {Precision{"fp32", torch::kFloat}, Precision{"bf16", torch::kBFloat16},
@@ -172,24 +181,25 @@ lab::Report run(const lab::Context& ctx) {
     Net a = copy_of(start);
     auto opt_a = make_opt(a);
     auto scaler_a = make_scaler(dev, p.dtype);
-    int skipped = train(a, opt_a, scaler_a, p.dtype, dev, d, 0, half);
-    if (ctx.flip) torch::save(a, ckpt);  // model weights only
-    else amp::save_checkpoint(ckpt, *a, opt_a, scaler_a);
+    std::vector<double>* scales = p.dtype == torch::kHalf ? &scales16 : nullptr;
+    int skipped = train(a, opt_a, scaler_a, p.dtype, dev, d, 0, half, scales);
+    amp::save_checkpoint(ckpt, *a, opt_a, scaler_a);
     if (p.dtype == torch::kHalf) scale_ckpt = scaler_a.get_scale();
-    skipped += train(a, opt_a, scaler_a, p.dtype, dev, d, half, steps);
+    skipped += train(a, opt_a, scaler_a, p.dtype, dev, d, half, steps, scales);
     // Resumed: a fresh random model, a fresh optimizer and scaler; only the checkpoint can make it equal.
+    // Flipped, the scaler's saved state goes into a scaler that is thrown away.
     Net c;
     c->to(dev);
     auto opt_c = make_opt(c);
-    auto scaler_c = make_scaler(dev, p.dtype);
-    if (ctx.flip) torch::load(c, ckpt);
-    else amp::load_checkpoint(ckpt, *c, opt_c, scaler_c);
+    auto scaler_c = make_scaler(dev, p.dtype), discarded = make_scaler(dev, p.dtype);
+    amp::load_checkpoint(ckpt, *c, opt_c, ctx.flip ? discarded : scaler_c);
     std::filesystem::remove(ckpt);
     train(c, opt_c, scaler_c, p.dtype, dev, d, half, steps);
 
     double diff = 0;
     const bool same = bitwise_equal(a, c, &diff);
-    identical += same;
+    same_run.push_back(same);
+    names.push_back(p.name);
     max_diff = std::max(max_diff, diff);
     const double fin = loss64(a, d);
     finals.push_back(fin);
@@ -205,12 +215,21 @@ lab::Report run(const lab::Context& ctx) {
   r.observe("final_loss_fp32", "final loss fp32 (fp64 eval)", finals.front(), "", lab::sci(finals.front()));
   double worst = 0;
   for (double f : finals) worst = std::max(worst, std::abs(f / finals.front() - 1.0));
-  r.observe("loss_spread", "largest gap to fp32's final loss", worst * 100, "%");
+  const int identical = static_cast<int>(std::count(same_run.begin(), same_run.end(), true));
+  const bool fp16_same = !same_run.empty() && same_run.back();  // fp16 runs last
+  r.observe("loss_spread", "largest gap of a 16-bit run's final loss to fp32's", worst * 100, "%");
   r.observe("skipped_steps_fp16", "fp16 steps skipped by the scaler", skipped16);
   r.observe("scale_at_checkpoint", "fp16 scale saved in the checkpoint", scale_ckpt);
   r.observe("final_scale_fp16", "fp16 final scale", final_scale);
   r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
             fmt::format("{} of {}", identical, finals.size()));
+  r.observe("fp16_resumed_identical", "fp16 resume bitwise identical (1 = yes)", fp16_same);
+  // The chart shows at most kChartWidth steps: every k-th one.
+  std::vector<double> sampled;
+  const size_t every = std::max<size_t>(1, (scales16.size() + kChartWidth - 1) / kChartWidth);
+  for (size_t i = 0; i < scales16.size(); i += every) sampled.push_back(scales16[i]);
+  r.chart(lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every), sampled,
+                         /*log2_scale=*/true));
 
   // A second unscale_ before update() double-divides the grads; the scaler refuses it.
   std::string message = "(no error)";
@@ -244,9 +263,11 @@ lab::Report run(const lab::Context& ctx) {
                       lab::percent(kAgreeTol, 0)),
           finals.size() == (dev.is_cuda() && !amp::cuda_supports_bf16() ? 2u : 3u) && trained && agree,
           fmt::format("initial {}, largest gap to fp32 {}", lab::sci(initial), lab::percent(worst, 2)));
-  r.check("resuming from the checkpoint reproduces the uninterrupted run bit for bit",
+  std::string per_run;
+  for (size_t i = 0; i < names.size(); ++i) per_run += fmt::format("{}{} {}", i ? ", " : "", names[i], same_run[i] ? "equal" : "differs");
+  r.check("resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in every precision",
           identical == static_cast<int>(finals.size()) && !finals.empty(),
-          fmt::format("{} of {} runs bitwise equal, max |diff| {}", identical, finals.size(), lab::sci(max_diff)));
+          fmt::format("{}; max |diff| {}", per_run, lab::sci(max_diff)));
   r.check("a second unscale_ before update() is refused", refused, "caught amp::GradScalerError");
   return r;
 }

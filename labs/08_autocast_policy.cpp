@@ -1,22 +1,16 @@
 // Lab 08: what autocast does: it picks a dtype per op, it does not convert everything.
 //
-// Backs quiz question 8 ("What does autocast do in automatic mixed precision?"). Under amp::Autocast a
-// set of representative ops runs on the chosen device and the lab prints the dtype each one returns
-// next to the policy PyTorch documents for that device (aten/src/ATen/autocast_mode.cpp, reference
-// section 2): matmul-like ops run in the 16-bit type, loss functions and (on CUDA) reductions,
-// softmax, exp and layer_norm are kept in fp32, mixed inputs are promoted, and in-place ops, ops
-// given an explicit dtype and float64 tensors are left alone. Then it shows that the parameters stay
-// fp32, that an autocast result is close to but not bitwise equal to the fp32 result (both against a
-// float64 reference), and that a nested Autocast(..., enabled=false) region switches autocast off.
-//
-// The expected dtype of every row is derived from the documented op lists below, not from a run.
+// Backs quiz question 8 ("What does autocast do in automatic mixed precision?"). Representative ops run
+// under amp::Autocast and with autocast off; the lab prints the dtype each returns next to the policy
+// PyTorch documents for the device (aten/src/ATen/autocast_mode.cpp, reference section 2; derived from
+// the op lists below, not from a run) and counts the ops autocast changed: matmul-like ops go 16-bit,
+// losses and prod fp32, mixed inputs are promoted, in-place ops, explicit dtypes and float64 are left
+// alone; mv, addmv and addr are 16-bit on CUDA only. Then: a layer computes in 16-bit while its
+// parameters stay fp32; its result is close to, not bitwise equal to, fp32's (both against float64);
+// a nested Autocast(..., enabled=false) region switches autocast off.
 //
 // Run alone:  build/bin/lab08_autocast_policy [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
-// --flip: the same ops run with autocast disabled (Autocast(..., enabled=false)), so the
-//         "matches the documented policy", "chooses per op" (mm gives 16-bit, not every op does),
-//         "not bitwise equal" and "nested region" checks must FAIL.
-// The lab is small already, so --quick changes nothing.
-
+// --flip: the same ops run with autocast disabled, so every check must FAIL. --quick changes nothing.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -47,29 +41,17 @@ enum class Rule {
   Explicit,  // an explicit dtype= argument wins; autocast leaves the op alone
 };
 
-std::string rule_name(Rule rule) {
-  switch (rule) {
-    case Rule::Lower: return "lower-precision list";
-    case Rule::Fp32: return "float32 list";
-    case Rule::Promote: return "promote list";
-    case Rule::NoList: return "no list";
-    case Rule::InPlace: return "in-place";
-    case Rule::Explicit: return "explicit dtype";
-  }
-  return "";
-}
+// How the table names a rule, and what it does to an fp32 or 16-bit input ("" for Lower: the 16-bit type).
+constexpr std::pair<const char*, const char*> kRuleWords[] = {
+    {"lower-precision list", ""},          {"float32 list", "fp32"},           {"promote list", "widest input"},
+    {"no list", "follows its inputs"},     {"in-place", "not autocast"},       {"explicit dtype", "not autocast"}};
+
+std::string rule_name(Rule rule) { return kRuleWords[static_cast<int>(rule)].first; }
 
 std::string rule_text(Rule rule, torch::ScalarType lowp, bool fp64_input) {
   if (fp64_input && (rule == Rule::Lower || rule == Rule::Fp32)) return rule_name(rule) + ", but fp64 is never cast";
-  switch (rule) {
-    case Rule::Lower: return "lower-precision list: " + lab::short_name(lowp);
-    case Rule::Fp32: return "float32 list: fp32";
-    case Rule::Promote: return "promote list: widest input";
-    case Rule::NoList: return "no list: follows its inputs";
-    case Rule::InPlace: return "in-place: not autocast";
-    case Rule::Explicit: return "explicit dtype: not autocast";
-  }
-  return "";
+  const std::string effect = rule == Rule::Lower ? lab::short_name(lowp) : kRuleWords[static_cast<int>(rule)].second;
+  return rule_name(rule) + ": " + effect;
 }
 
 // The dtype a rule predicts. Float64 and non-floating tensors are never cast (reference section 1).
@@ -123,7 +105,8 @@ lab::Report run(const lab::Context& ctx) {
   const auto a = torch::randn({kRows, kCols}, f32), b = torch::randn({kCols, kCols}, f32);
   const auto bias = torch::randn({kCols}, f32), half = torch::randn({kRows, kCols}, f32).to(lowp);
   const auto img = torch::randn({2, 3, 8, 8}, f32), kernel = torch::randn({4, 3, 3, 3}, f32);
-  const auto a3 = a.unsqueeze(0), b3 = b.unsqueeze(0), acc = torch::zeros({kRows, kCols}, f32);
+  const auto a3 = a.unsqueeze(0), b3 = b.unsqueeze(0), acc = torch::randn({kRows, kCols}, f32);
+  const auto v = torch::randn({kCols}, f32), w = torch::randn({kCols}, f32);
   const auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
   const std::vector<OpCase> cases = {
       {"mm", {a, b}, [&] { return torch::mm(a, b); }, Rule::Lower, Rule::Lower},
@@ -139,21 +122,34 @@ lab::Report run(const lab::Context& ctx) {
       {"mse_loss", {half, half}, [&] { return torch::mse_loss(half, half.flip(0)); }, Rule::Fp32, Rule::Fp32},
       {"add", {half, a}, [&] { return half + a; }, Rule::NoList, Rule::NoList},
       {"cat", {half, a}, [&] { return torch::cat({half, a}); }, Rule::Promote, Rule::NoList},
+      {"addmm", {acc, a, b}, [&] { return torch::addmm(acc, a, b); }, Rule::Lower, Rule::Lower},
       {"addmm_ (in-place)", {acc, a, b}, [&] { return acc.clone().addmm_(a, b); }, Rule::InPlace, Rule::InPlace},
-      {"sum(dtype=fp64)", {a}, [&] { return a.sum(torch::kDouble); }, Rule::Explicit, Rule::Explicit, torch::kDouble},
+      {"prod", {half}, [&] { return half.prod(); }, Rule::Fp32, Rule::Fp32},
+      {"prod(dtype=" + lp + ")", {half}, [&] { return half.prod(lowp); }, Rule::Explicit, Rule::Explicit, lowp},
+      {"mv", {b, v}, [&] { return torch::mv(b, v); }, Rule::NoList, Rule::Lower},
+      {"addmv", {w, b, v}, [&] { return torch::addmv(w, b, v); }, Rule::NoList, Rule::Lower},
+      {"addr", {b, v, w}, [&] { return torch::addr(b, v, w); }, Rule::NoList, Rule::Lower},
       {"mm (fp64 inputs)", {a64, b64}, [&] { return torch::mm(a64, b64); }, Rule::Lower, Rule::Lower},
   };
 
   r.section("Op by op under Autocast(" + dev.str() + ", " + lp + (on ? "" : ", enabled=false") +
             "); 16-bit inputs stand for an earlier matmul's output");
-  auto& table = r.table("", {"op", "inputs", "output", "documented policy on " + dev.str()});
-  int matches = 0, matmul_16bit = 0, kept_wide = 0;
+  auto& table = r.table("", {"op", "inputs", "output", "autocast off", "documented policy on " + dev.str()});
+  int matches = 0, matmul_16bit = 0, lower_rows = 0, kept_wide = 0, changed = 0;
+  bool addmm_16bit = false, addmm_inplace_same = false;
+  std::string lower_names;
   for (const auto& op : cases) {
-    torch::ScalarType got;
+    torch::Tensor out;
     {
       amp::Autocast guard(dev, lowp, /*enabled=*/on);
-      got = op.run().scalar_type();
+      out = op.run();
     }
+    const torch::Tensor off = op.run();  // autocast off: the dtype the op gives by itself
+    const torch::ScalarType got = out.scalar_type();
+    const bool same = got == off.scalar_type() && torch::equal(out, off);
+    changed += got != off.scalar_type();
+    if (op.name == "addmm") addmm_16bit = is_16bit(got);
+    if (op.name == "addmm_ (in-place)") addmm_inplace_same = same;
     const Rule rule = ctx.cuda() ? op.cuda : op.cpu;
     const torch::ScalarType want = expected_dtype(rule, op.inputs, lowp, op.explicit_dtype);
     matches += got == want;
@@ -162,11 +158,15 @@ lab::Report run(const lab::Context& ctx) {
       all_fp32 &= t.scalar_type() == torch::kFloat;
       fp64_input |= t.scalar_type() == torch::kDouble;
     }
-    if (rule == Rule::Lower && all_fp32) matmul_16bit += is_16bit(got);
+    if (rule == Rule::Lower && all_fp32) {
+      ++lower_rows;
+      matmul_16bit += is_16bit(got);
+      lower_names += (lower_names.empty() ? "" : ", ") + op.name;
+    }
     if (!is_16bit(got)) ++kept_wide;
     table.row({op.name, dtypes_of(op.inputs),
                lab::short_name(got) + (got == want ? "" : "  (expected " + lab::short_name(want) + ")"),
-               rule_text(rule, lowp, fp64_input)});
+               lab::short_name(off.scalar_type()) + (same ? ", bitwise equal" : ""), rule_text(rule, lowp, fp64_input)});
   }
   // Where the documented lists differ between the devices, grouped by (CPU rule, CUDA rule).
   std::vector<std::pair<std::pair<Rule, Rule>, std::string>> differ;
@@ -183,6 +183,8 @@ lab::Report run(const lab::Context& ctx) {
             std::to_string(matches) + " of " + std::to_string(n));
   r.observe("ops_fp32_or_wider", "ops whose output is fp32 or wider", kept_wide, "",
             std::to_string(kept_wide) + " of " + std::to_string(n));
+  r.observe("ops_changed", "ops whose output dtype autocast changed", changed, "",
+            std::to_string(changed) + " of " + std::to_string(n));
 
   // A layer: parameters stay fp32; autocast only computes with 16-bit copies of them.
   r.section("One Linear(" + std::to_string(kInFeatures) + ", " + std::to_string(kOutFeatures) + ") layer, batch " +
@@ -196,6 +198,7 @@ lab::Report run(const lab::Context& ctx) {
     y_amp = layer->forward(x);
   }
   y_amp.to(torch::kFloat).sum().backward();  // backward outside autocast, as recommended
+  const torch::ScalarType layer_dtype = y_amp.scalar_type();
   int params_fp32 = 0, params = 0;
   for (const auto& p : layer->parameters()) {
     ++params;
@@ -228,15 +231,22 @@ lab::Report run(const lab::Context& ctx) {
     after = torch::mm(a, b).scalar_type();
   }
 
-  r.section("Checks");
   r.check("every output dtype matches the documented autocast policy for " + dev.str(), matches == n,
           std::to_string(matches) + " of " + std::to_string(n) + " rows match");
-  r.check("autocast chooses per op: mm, matmul, linear, conv2d, bmm run in " + lp + ", not every op does",
-          matmul_16bit == 5 && kept_wide > 0,
-          std::to_string(matmul_16bit) + " of 5 matmul-like ops turned fp32 inputs into " + lp + "; " +
-              std::to_string(kept_wide) + " of " + std::to_string(n) + " ops gave fp32 or fp64");
-  r.check("parameters and their gradients stay fp32 after an autocast forward", params_fp32 == params,
-          std::to_string(params_fp32) + " of " + std::to_string(params) + " parameters and grads are fp32");
+  r.check("autocast chooses per op: " + lower_names + " run in " + lp + ", not every op does",
+          matmul_16bit == lower_rows && kept_wide > 0,
+          std::to_string(matmul_16bit) + " of " + std::to_string(lower_rows) + " matmul-like ops turned fp32 inputs into " +
+              lp + "; " + std::to_string(kept_wide) + " of " + std::to_string(n) + " ops gave fp32 or fp64");
+  r.check("autocast changes an out-of-place op, not an in-place one: addmm gives " + lp +
+              ", addmm_ stays bitwise equal to its result with autocast off",
+          addmm_16bit && addmm_inplace_same && changed > 0,
+          "addmm " + std::string(addmm_16bit ? "16-bit" : "not 16-bit") + ", addmm_ " +
+              (addmm_inplace_same ? "bitwise equal" : "differs") + "; " + std::to_string(changed) + " of " +
+              std::to_string(n) + " ops changed dtype");
+  r.check("the layer computes in " + lp + " while its parameters and their gradients stay fp32",
+          is_16bit(layer_dtype) && params_fp32 == params,
+          "output " + lab::short_name(layer_dtype) + "; " + std::to_string(params_fp32) + " of " + std::to_string(params) +
+              " parameters and grads are fp32");
   r.check("the autocast result is close to, but not bitwise equal to, the fp32 result",
           differ_share > 0.5 && err_amp < kCloseEpsilons * eps,
           lab::percent(differ_share) + " of outputs differ (need > 50%); max error " + lab::sci(err_amp) +
@@ -252,6 +262,6 @@ lab::Report run(const lab::Context& ctx) {
 }  // namespace
 
 AMP_LAB_REGISTER("autocast-policy", /*question=*/8, "What autocast does: a dtype per op",
-                 /*heading=*/"Sixteen ops under autocast: the dtype each one returns", run,
-                 /*provides=*/{"policy_matches", "ops_fp32_or_wider", "autocast_rel_err", "fp32_rel_err",
+                 /*heading=*/"Twenty-one ops under autocast and without it: the dtype each one returns", run,
+                 /*provides=*/{"policy_matches", "ops_fp32_or_wider", "ops_changed", "autocast_rel_err", "fp32_rel_err",
                                "bitwise_differ_share"});

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <regex>
+#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -142,5 +143,29 @@ TEST_CASE("quiz.yaml holds the seed's eight questions verbatim, in order") {
     CAPTURE(i);
     CHECK(questions[i]["prompt"].as<std::string>() == expected[i].first);
     CHECK(questions[i]["options"].as<std::vector<std::string>>() == expected[i].second);
+  }
+}
+
+TEST_CASE("every question in quiz.yaml explains each wrong option, and no hint gives a letter away") {
+  const YAML::Node questions = YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml")["questions"];
+  REQUIRE(questions.size() >= 8);
+  const std::regex letter_re(R"((^|[^A-Za-z0-9])[a-dA-D]\))");  // "b)" or "(c)" names an option
+  for (const auto& q : questions) {
+    const std::string id = q["id"].as<std::string>();
+    CAPTURE(id);
+    const std::string answer = q["answer"].as<std::string>();
+    std::set<std::string> wrong{"a", "b", "c", "d"};
+    wrong.erase(answer);
+    std::set<std::string> explained;
+    for (const auto& entry : q["why_not"]) {
+      const std::string why = entry.second.as<std::string>();
+      CHECK(why.size() >= 40);  // a reason, not a word
+      explained.insert(entry.first.as<std::string>());
+    }
+    CHECK(explained == wrong);
+    CHECK(q["explanation"].as<std::string>().size() >= 80);
+    const std::string hint = q["hint"].as<std::string>();
+    CHECK_FALSE(std::regex_search(hint, letter_re));
+    for (const auto& option : q["options"]) CHECK(hint.find(option.as<std::string>()) == std::string::npos);
   }
 }

@@ -1,9 +1,6 @@
 #include "runner/info.h"
 
-#include <fstream>
 #include <ostream>
-#include <set>
-#include <sstream>
 
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
@@ -11,29 +8,10 @@
 #include <torch/version.h>
 
 #include "amp/device_caps.h"
+#include "lab/hardware.h"
 
 namespace runner {
 namespace {
-
-std::set<std::string> cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("flags", 0) == 0) {
-      std::istringstream words(line.substr(line.find(':') + 1));
-      return {std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
-    }
-  }
-  return {};
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
 
 // A value from LibTorch's build summary: "CPU capability usage: AVX2", "USE_CUDA=0, ".
 std::string build_setting(const std::string& key, const std::string& terminators) {
@@ -50,9 +28,9 @@ void print_info(std::ostream& out) {
   const std::string use_cuda = build_setting("USE_CUDA=", ",\n");
   out << fmt::format("LibTorch        {} ({} build), {} intra-op threads\n", TORCH_VERSION,
                      use_cuda == "0" || use_cuda == "OFF" ? "CPU-only" : "CUDA", at::get_num_threads());
-  out << fmt::format("CPU             {} · LibTorch kernels use {}\n", cpu_model(),
+  out << fmt::format("CPU             {} · LibTorch kernels use {}\n", lab::cpu_model(),
                      build_setting("CPU capability usage: ", "\n"));
-  const auto flags = cpu_flags();
+  const auto flags = lab::cpu_flags();
   const std::pair<const char*, const char*> features[] = {
       {"avx512_bf16", "bf16 dot products (AVX-512 BF16)"},
       {"amx_bf16", "bf16 matrix tiles (AMX)"},

@@ -1,0 +1,71 @@
+#include "lab/hardware.h"
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "amp/device_caps.h"
+
+namespace lab {
+
+std::set<std::string> cpu_flags() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      return {std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
+    }
+  }
+  return {};
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+Hardware hardware_of(torch::Device device) {
+  Hardware hw;
+  hw.cuda = device.is_cuda();
+  if (hw.cuda) {
+    hw.name = amp::cuda_device_name();
+    hw.compute_capability = amp::cuda_compute_capability();
+  } else {
+    hw.name = cpu_model();
+    hw.cpu_flags = cpu_flags();
+  }
+  return hw;
+}
+
+std::string native_16bit_units(const Hardware& hw) {
+  std::string found;
+  for (const auto& f : native_16bit_flags())
+    if (hw.cpu_flags.count(f)) found += (found.empty() ? "" : ", ") + f;
+  return found;
+}
+
+std::string describe_16bit_hardware(const Hardware& hw) {
+  if (hw.cuda) {
+    // Tensor Cores: fp16 from compute capability 7.0 (Volta), bf16 from 8.0 (Ampere).
+    const std::string gpu = "a GPU (" + hw.name + ")";
+    if (hw.compute_capability >= 80) return gpu + " with fp16 and bf16 Tensor Cores";
+    if (hw.compute_capability >= 70) return gpu + " with fp16 Tensor Cores and no bf16";
+    if (hw.compute_capability > 0) return gpu + " without Tensor Cores and without bf16";
+    return gpu + " whose compute capability this build cannot read";
+  }
+  const std::string cpu = "a CPU (" + hw.name + ")";
+  if (hw.cpu_flags.empty()) return cpu + " whose features could not be read";
+  const std::string units = native_16bit_units(hw);
+  if (units.empty()) {
+    std::string all;
+    for (const auto& f : native_16bit_flags()) all += (all.empty() ? "" : ", ") + f;
+    return cpu + " whose /proc/cpuinfo lists no native 16-bit arithmetic (none of " + all + ")";
+  }
+  return cpu + " whose /proc/cpuinfo lists native 16-bit arithmetic (" + units + ")";
+}
+
+}  // namespace lab
