@@ -153,6 +153,34 @@ TEST_CASE("--reveal shows the answer key, and --json writes all eight labs") {
   CHECK(j["all_checks_passed"] == true);
 }
 
+TEST_CASE("--track recipes walks questions 9 to 12, each lab's checks holding, and list shows the track") {
+  const fs::path json = scratch("recipes.json");
+  const auto r = run("quiz --track recipes --reveal --quick --device cpu --json " + json.string());
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "Track recipes: "));
+  CHECK(count(r.out, "<- answer") == 4);
+  REQUIRE(fs::exists(json));
+  const auto j = nlohmann::json::parse(slurp(json));
+  fs::remove(json);
+  CHECK(j["track"] == "recipes");
+  REQUIRE(j["questions"].size() == 4);
+  int number = 9;
+  for (const auto& q : j["questions"]) {
+    CAPTURE(q["lab"].get<std::string>());
+    CHECK(q["number"] == number++);
+    CHECK(q["report"]["passed"] == true);
+    CHECK_FALSE(has(q["explanation"].get<std::string>(), "not measured"));
+  }
+  const auto list = run("list");
+  const auto at = list.out.find("track recipes");
+  REQUIRE(at != std::string::npos);
+  for (const char* lab : {"gradient-accumulation", "gradient-penalty", "multiple-optimizers", "custom-autograd"})
+    CHECK(list.out.find(lab) > at);
+  const auto outside = run("quiz --track recipes --only 3");
+  CHECK(outside.code == 2);
+  CHECK(has(outside.err, "--only '3': expected question numbers from 9 to 12"));
+}
+
 TEST_CASE("amp-lab run LAB --json prints the lab's report as JSON") {
   const auto r = run("run number-formats --quick --json");
   CHECK(r.code == 0);
@@ -164,6 +192,7 @@ TEST_CASE("amp-lab run LAB --json prints the lab's report as JSON") {
 TEST_CASE("amp-lab list names all eight labs and info reports the LibTorch build") {
   const auto list = run("list");
   CHECK(list.code == 0);
+  CHECK(has(list.out, "track core:"));
   for (const char* lab : {"master-weights", "loss-scaling", "number-formats", "fp32-accumulation",
                           "memory-throughput", "amp-api", "bf16-scaling", "autocast-policy"})
     CHECK(has(list.out, lab));
@@ -171,6 +200,74 @@ TEST_CASE("amp-lab list names all eight labs and info reports the LibTorch build
   CHECK(info.code == 0);
   CHECK(has(info.out, "LibTorch"));
   CHECK(has(info.out, "avx512_bf16"));
+}
+
+// A quiz file with two tracks over two quick labs: Q1 number-formats (core), Q2 autocast-policy (other).
+fs::path two_track_quiz() {
+  const fs::path path = scratch("tracks.yaml");
+  std::ofstream(path) << R"(title: Two tracks
+tracks:
+  - id: core
+    title: The default track
+  - id: other
+    title: The second track
+questions:
+  - id: formats
+    lab: number-formats
+    prompt: Which?
+    options: [A, B, C, D]
+    answer: c
+    hint: Look.
+    explanation: Because.
+  - id: policy
+    track: other
+    lab: autocast-policy
+    prompt: What?
+    options: [A, B, C, D]
+    answer: d
+    hint: Look again.
+    explanation: Because, again.
+)";
+  return path;
+}
+
+TEST_CASE("--track walks only that track's questions, numbered as in the file, and all walks every track") {
+  const fs::path quiz = two_track_quiz();
+  const std::string base = "quiz --quick --device cpu --quiz " + quiz.string();
+  const auto core = run(base + " --answers c");  // the default track
+  CHECK(core.code == 0);
+  CHECK(has(core.out, "Q1. Which?"));
+  CHECK_FALSE(has(core.out, "Q2. What?"));
+  CHECK(has(core.out, "Score: 1/1 right"));
+
+  const auto other = run(base + " --track other --answers d");
+  CHECK(other.code == 0);
+  CHECK(has(other.out, "Track other: The second track (1 questions)"));
+  CHECK(has(other.out, "Q2. What?"));
+  CHECK_FALSE(has(other.out, "Q1. Which?"));
+  CHECK(has(other.out, "Score: 1/1 right"));
+
+  const auto only = run(base + " --track other --only 2 --answers d");
+  CHECK(only.code == 0);
+  CHECK(has(only.out, "Q2. What?"));
+  const auto outside = run(base + " --track other --only 1 --answers d");
+  CHECK(outside.code == 2);
+  CHECK(has(outside.err, "--only '1': expected question numbers from 2 to 2"));
+
+  const auto all = run(base + " --track all --answers cd");
+  CHECK(all.code == 0);
+  CHECK(has(all.out, "Q1. Which?"));
+  CHECK(has(all.out, "Q2. What?"));
+  CHECK(has(all.out, "Score: 2/2 right"));
+
+  const auto list = run("list --quiz " + quiz.string());
+  CHECK(list.code == 0);
+  CHECK(has(list.out, "track core: The default track  (default: amp-lab quiz)"));
+  CHECK(has(list.out, "track other: The second track  (amp-lab quiz --track other)"));
+  CHECK(list.out.find("number-formats") < list.out.find("track other"));
+  CHECK(list.out.find("autocast-policy") > list.out.find("track other"));
+  CHECK(has(list.out, "track all"));
+  fs::remove(quiz);
 }
 
 TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
@@ -184,6 +281,8 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
       {"quiz --frob", "frob"},
       {"quiz --only 9", "--only '9': expected question numbers from 1 to 8"},
       {"quiz --only 1,x", "--only '1,x'"},
+      {"quiz --track nope", "--track: no track named 'nope' (tracks: core"},
+      {"list --frob", "frob"},
       {"quiz --answers ab", "--answers has 2 letters for 8 questions"},
       {"quiz --answers zzzzzzzz", "'z' is not one of a, b, c, d or s"},
       {"quiz --dtype fp32", "--dtype must be fp16 or bf16, got 'fp32'"},

@@ -116,12 +116,63 @@ TEST_CASE("why_not explains wrong options by letter, with placeholders checked l
         ":10:14: questions[0].why_not: must map wrong options' letters to why each is wrong");
 }
 
+// kGood with two tracks: q1 in the default track "core" (no track key), q2 in "extra".
+std::string two_tracks() {
+  std::string question = std::string(kGood).substr(std::string(kGood).find("  - id"));
+  std::string second = question;
+  second.replace(second.find("id: q1"), 6, "id: q2\n    track: extra");
+  return "title: T\ntracks:\n  - id: core\n    title: The first\n  - id: extra\n    title: The second\nquestions:\n" +
+         question + second;
+}
+
+TEST_CASE("without a tracks list every question is in the one default track, core") {
+  const auto quiz = runner::load_quiz(write("one-track", kGood), fake_labs);
+  REQUIRE(quiz.tracks.size() == 1);
+  CHECK(quiz.tracks[0].id == "core");
+  CHECK(quiz.questions[0].track == "core");
+  CHECK(runner::select_track(quiz, "core").questions.size() == 1);
+}
+
+TEST_CASE("a question without a track key joins the first track, and select_track keeps the file's numbering") {
+  const auto quiz = runner::load_quiz(write("two-tracks", two_tracks()), fake_labs);
+  REQUIRE(quiz.tracks.size() == 2);
+  CHECK(quiz.tracks[1].id == "extra");
+  CHECK(quiz.tracks[1].title == "The second");
+  REQUIRE(quiz.questions.size() == 2);
+  CHECK(quiz.questions[0].track == "core");
+  CHECK(quiz.questions[1].track == "extra");
+
+  const auto core = runner::select_track(quiz, "core");
+  REQUIRE(core.questions.size() == 1);
+  CHECK(core.questions[0].id == "q1");
+  const auto extra = runner::select_track(quiz, "extra");
+  REQUIRE(extra.questions.size() == 1);
+  CHECK(extra.questions[0].id == "q2");
+  CHECK(extra.questions[0].number == 2);  // Q2 stays Q2 when its track is walked alone
+  CHECK(runner::select_track(quiz, runner::kAllTracks).questions.size() == 2);
+  CHECK_THROWS_WITH_AS(runner::select_track(quiz, "nope"), "no track named 'nope' (tracks: core, extra, all)",
+                       runner::QuizError);
+}
+
+TEST_CASE("each malformed track gets its own located error") {
+  const std::string good = two_tracks();
+  CHECK(error_for("undeclared-track", good, "track: extra", "track: extar") ==
+        ":16:12: questions[1].track: no track named 'extar' in tracks: core, extra");
+  CHECK(error_for("duplicate-track", good, "id: extra", "id: core") == ":5:9: tracks[1].id: duplicate track 'core'");
+  CHECK(error_for("reserved-track", good, "id: extra\n    title", "id: all\n    title") ==
+        ":5:9: tracks[1].id: 'all' is reserved for every track together");
+  CHECK(error_for("untitled-track", good, "    title: The second\n", "") == ":5:5: tracks[1].title: missing (required)");
+  CHECK(error_for("empty-track", good, "    track: extra\n", "") == ":5:5: tracks[1]: track 'extra' has no questions");
+  CHECK(error_for("tracks-not-list", kGood, "questions:\n", "tracks: 3\nquestions:\n") ==
+        ":2:9: tracks: must be a non-empty list");
+}
+
 TEST_CASE("a missing quiz file is a clear error") {
   CHECK_THROWS_WITH_AS(runner::load_quiz("/nonexistent/quiz.yaml", fake_labs),
                        "/nonexistent/quiz.yaml: cannot read the quiz file", runner::QuizError);
 }
 
-TEST_CASE("quiz.yaml holds the seed's eight questions verbatim, in order") {
+TEST_CASE("quiz.yaml's core track, the default, holds the seed's eight questions verbatim, in order") {
   const std::string seed = AMP_LAB_SOURCE_DIR "/../shared/seed/quiz.txt";
   if (!std::filesystem::exists(seed)) {
     std::cout << "SKIPPED: no seed file at " << seed << " to compare with (it sits beside the clone in CI)\n";
@@ -137,7 +188,11 @@ TEST_CASE("quiz.yaml holds the seed's eight questions verbatim, in order") {
     else if (std::regex_match(line, m, option_re)) expected.back().second.push_back(m[1]);
   }
   REQUIRE(expected.size() == 8);
-  const YAML::Node questions = YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml")["questions"];
+  const YAML::Node file = YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml");
+  REQUIRE(file["tracks"][0]["id"].as<std::string>() == "core");  // the default track
+  std::vector<YAML::Node> questions;
+  for (const auto& q : file["questions"])
+    if (!q["track"] || q["track"].as<std::string>() == "core") questions.push_back(q);
   REQUIRE(questions.size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     CAPTURE(i);

@@ -1,10 +1,12 @@
-// amp-lab: the quiz runner. `amp-lab quiz` walks the eight questions, running each question's lab first.
-//   amp-lab quiz [--answers abcd...] [--reveal] [--only 1,3] [--device auto|cpu|cuda] [--dtype fp16|bf16]
-//                [--seed N] [--quick] [--json FILE] [--no-color] [--quiz FILE]
+// amp-lab: the quiz runner. `amp-lab quiz` walks the eight core questions, running each question's lab first;
+// `--track recipes` walks the AMP-examples questions, `--track all` every question.
+//   amp-lab quiz [--track core|recipes|all] [--answers abcd...] [--reveal] [--only 1,3] [--device auto|cpu|cuda]
+//                [--dtype fp16|bf16] [--seed N] [--quick] [--json FILE] [--no-color] [--quiz FILE]
 //   amp-lab run LAB [lab flags]     one lab, as its own executable would run it
-//   amp-lab list                    labs and the questions they back
+//   amp-lab list                    the tracks, their labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
 // Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -29,7 +31,7 @@ constexpr const char* kUsage =
     "usage: amp-lab <command> [flags]\n"
     "  quiz   take the quiz: each question runs its lab first   (amp-lab quiz --help)\n"
     "  run    run one lab: amp-lab run LAB [--device ..] [--dtype ..] [--seed ..] [--quick] [--json]\n"
-    "  list   list the labs and the questions they back\n"
+    "  list   list the tracks, their labs and the questions they back\n"
     "  info   LibTorch build, the CPU's 16-bit features, the CUDA device\n";
 
 std::string default_quiz_path() {
@@ -45,15 +47,30 @@ runner::Quiz load(const std::string& path) {
   });
 }
 
-std::vector<int> parse_only(const std::string& text, int count) {
-  std::vector<int> numbers;
+// The quiz file's track `name`; an unknown one is bad usage, not a bad file.
+runner::Quiz track_of(const runner::Quiz& quiz, const std::string& name) {
+  try {
+    return runner::select_track(quiz, name);
+  } catch (const runner::QuizError& e) {
+    throw lab::UsageError(fmt::format("--track: {}", e.what()));
+  }
+}
+
+// --only takes question numbers as the walk shows them (Q9 is 9), limited to the chosen track's.
+std::vector<int> parse_only(const std::string& text, const std::vector<runner::Question>& questions) {
+  std::vector<int> numbers, valid;
+  for (const auto& q : questions) valid.push_back(q.number);
+  const bool contiguous = !valid.empty() && valid.back() - valid.front() + 1 == static_cast<int>(valid.size());
+  std::string expected;
+  for (int n : valid) expected += (expected.empty() ? "" : ", ") + std::to_string(n);
+  if (contiguous) expected = fmt::format("from {} to {}", valid.front(), valid.back());
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || n < 1 || n > count)
-      throw lab::UsageError(fmt::format("--only '{}': expected question numbers from 1 to {}, separated by commas", text, count));
+    if (item.empty() || *end != '\0' || std::find(valid.begin(), valid.end(), n) == valid.end())
+      throw lab::UsageError(fmt::format("--only '{}': expected question numbers {}, separated by commas", text, expected));
     numbers.push_back(static_cast<int>(n));
   }
   if (numbers.empty()) throw lab::UsageError("--only: no question numbers given");
@@ -66,7 +83,8 @@ int cmd_quiz(int argc, const char* const* argv) {
   options.add_options()
       ("answers", "answer without prompts: one letter per question, s to skip (e.g. acbdbbcd)", cxxopts::value<std::string>())
       ("reveal", "run every lab and show the answer key with the explanations")
-      ("only", "ask only these questions, e.g. 1,3,5", cxxopts::value<std::string>())
+      ("track", "the questions to walk: core (the default), recipes, or all", cxxopts::value<std::string>())
+      ("only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())
       ("json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())
       ("no-color", "plain text (NO_COLOR is honoured too)")
       ("quiz", "the quiz file (default: quiz.yaml of this project)", cxxopts::value<std::string>())
@@ -77,10 +95,12 @@ int cmd_quiz(int argc, const char* const* argv) {
     return lab::kExitPass;
   }
   if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument '" + args.unmatched().front() + "'");
-  const runner::Quiz quiz = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
+  const runner::Quiz file = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
+  const runner::Quiz quiz = track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id);
   runner::WalkOptions walk;
   walk.ctx = lab::context_from(args, &walk.device_notice);
-  if (args.count("only")) walk.only = parse_only(args["only"].as<std::string>(), static_cast<int>(quiz.questions.size()));
+  walk.track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
+  if (args.count("only")) walk.only = parse_only(args["only"].as<std::string>(), quiz.questions);
   if (args.count("answers")) {
     walk.answers = args["answers"].as<std::string>();
     for (char c : *walk.answers)
@@ -97,18 +117,27 @@ int cmd_quiz(int argc, const char* const* argv) {
 }
 
 int cmd_list(int argc, const char* const* argv) {
-  cxxopts::Options options("amp-lab list", "List the labs and the questions they back.");
+  cxxopts::Options options("amp-lab list", "List the tracks, their labs and the questions they back.");
   options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>());
   auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument '" + args.unmatched().front() + "'");
   const runner::Quiz quiz = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& q : quiz.questions) {
-    const lab::LabInfo* info = lab::find_lab(q.lab);
-    std::string prompt = q.prompt.size() > 58 ? q.prompt.substr(0, 55) + "..." : q.prompt;
-    rows.push_back({std::to_string(q.number), q.lab, info->executable, prompt});
+  for (const auto& track : quiz.tracks) {
+    const bool is_default = track.id == quiz.tracks.front().id;
+    std::cout << fmt::format("track {}: {}  ({}amp-lab quiz{})\n", track.id, track.title, is_default ? "default: " : "",
+                             is_default ? "" : " --track " + track.id);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& q : runner::select_track(quiz, track.id).questions) {
+      const lab::LabInfo* info = lab::find_lab(q.lab);
+      std::string prompt = q.prompt.size() > 58 ? q.prompt.substr(0, 55) + "..." : q.prompt;
+      rows.push_back({std::to_string(q.number), q.lab, info->executable, prompt});
+    }
+    for (const auto& line : lab::format_table({"Q", "lab (amp-lab run LAB)", "executable (build/bin)", "question"}, rows))
+      std::cout << "  " << line << "\n";
+    std::cout << "\n";
   }
-  for (const auto& line : lab::format_table({"Q", "lab (amp-lab run LAB)", "executable (build/bin)", "question"}, rows))
-    std::cout << line << "\n";
+  std::cout << fmt::format("track {}: every question above, in order  (amp-lab quiz --track {})\n", runner::kAllTracks,
+                           runner::kAllTracks);
   return lab::kExitPass;
 }
 

@@ -40,7 +40,42 @@ class Validator {
   std::string path_;
 };
 
+std::string track_names(const std::vector<Track>& tracks) {
+  std::string names;
+  for (const auto& t : tracks) names += (names.empty() ? "" : ", ") + t.id;
+  return names;
+}
+
+// The `tracks:` list, or the single default track "core" when the file has none.
+std::vector<Track> load_tracks(const Validator& v, const YAML::Node& root) {
+  if (!root["tracks"]) return {Track{"core", "The questions"}};
+  const YAML::Node list = root["tracks"];
+  if (!list.IsSequence() || list.size() == 0) v.fail(list.Mark(), "tracks", "must be a non-empty list");
+  std::vector<Track> tracks;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = fmt::format("tracks[{}]", i);
+    if (!list[i].IsMap()) v.fail(list[i].Mark(), at, "must be a mapping with id and title");
+    Track t{v.text(list[i], "id", at + ".id"), v.text(list[i], "title", at + ".title")};
+    if (t.id == kAllTracks) v.fail(list[i]["id"].Mark(), at + ".id", "'all' is reserved for every track together");
+    for (const auto& other : tracks)
+      if (other.id == t.id) v.fail(list[i]["id"].Mark(), at + ".id", "duplicate track '" + t.id + "'");
+    tracks.push_back(std::move(t));
+  }
+  return tracks;
+}
+
 }  // namespace
+
+Quiz select_track(const Quiz& quiz, const std::string& track) {
+  if (track == kAllTracks) return quiz;
+  const bool known = std::any_of(quiz.tracks.begin(), quiz.tracks.end(), [&](const Track& t) { return t.id == track; });
+  if (!known) throw QuizError(fmt::format("no track named '{}' (tracks: {}, {})", track, track_names(quiz.tracks), kAllTracks));
+  Quiz selected = quiz;
+  selected.questions.clear();
+  for (const auto& q : quiz.questions)
+    if (q.track == track) selected.questions.push_back(q);
+  return selected;
+}
 
 std::vector<std::string> placeholders(const std::string& text) {
   std::vector<std::string> names;
@@ -83,6 +118,7 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
   Quiz quiz;
   quiz.title = v.text(root, "title", "title");
   if (root["intro"]) quiz.intro = v.text(root, "intro", "intro");
+  quiz.tracks = load_tracks(v, root);
   YAML::Node questions = v.required(root, "questions", "questions");
   if (!questions.IsSequence() || questions.size() == 0) v.fail(questions.Mark(), "questions", "must be a non-empty list");
 
@@ -95,6 +131,13 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
     question.number = static_cast<int>(i) + 1;
     question.id = v.text(q, "id", at + ".id");
     if (!ids.insert(question.id).second) v.fail(q["id"].Mark(), at + ".id", "duplicate id '" + question.id + "'");
+    question.track = quiz.tracks.front().id;
+    if (q["track"]) {
+      question.track = v.text(q, "track", at + ".track");
+      const bool declared = std::any_of(quiz.tracks.begin(), quiz.tracks.end(),
+                                        [&](const Track& t) { return t.id == question.track; });
+      if (!declared) v.fail(q["track"].Mark(), at + ".track", "no track named '" + question.track + "' in tracks: " + track_names(quiz.tracks));
+    }
     question.prompt = v.text(q, "prompt", at + ".prompt");
 
     const YAML::Node options = v.required(q, "options", at + ".options");
@@ -153,6 +196,11 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
       }
     }
     quiz.questions.push_back(std::move(question));
+  }
+  for (size_t i = 0; i < quiz.tracks.size(); ++i) {
+    const auto& t = quiz.tracks[i];
+    if (std::none_of(quiz.questions.begin(), quiz.questions.end(), [&](const Question& q) { return q.track == t.id; }))
+      v.fail(root["tracks"][i].Mark(), fmt::format("tracks[{}]", i), "track '" + t.id + "' has no questions");
   }
   return quiz;
 }

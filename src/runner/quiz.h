@@ -16,9 +16,20 @@ struct QuizError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A track is a sequence of questions taken together: `amp-lab quiz --track ID`. quiz.yaml declares its
+// tracks in a top-level `tracks:` list (the first is the default) and each question names its own with
+// `track:` (the first track when omitted). Without a `tracks:` list the file has one track, "core".
+struct Track {
+  std::string id;     // "core", "recipes"
+  std::string title;  // one line, shown by `amp-lab list` and at the start of the walk
+};
+
+inline constexpr const char* kAllTracks = "all";  // --track all: every question of every track, in file order
+
 struct Question {
-  int number = 0;  // 1-based position in the file
+  int number = 0;  // 1-based position in the file (so Q9 stays Q9 whichever track is walked)
   std::string id;
+  std::string track;
   std::string lab;
   std::string prompt;
   std::vector<std::string> options;
@@ -31,6 +42,7 @@ struct Question {
 struct Quiz {
   std::string title;
   std::string intro;
+  std::vector<Track> tracks;  // at least one; tracks.front() is the default
   std::vector<Question> questions;
 };
 
@@ -39,9 +51,14 @@ using LabLookup = std::function<std::optional<std::vector<std::string>>(const st
 
 // Loads and validates: required fields, 4 options with exactly one correct (a letter in range), the lab
 // exists, unique ids, every {placeholder} in explanation, why_not and hint is an observation the lab
-// provides. why_not (optional) maps the letters of wrong options to why each is wrong.
+// provides, tracks with unique ids and titles, and every question's track declared. why_not (optional)
+// maps the letters of wrong options to why each is wrong.
 // {key} stands for the observation as the lab prints it, {key:value} for its bare number and unit.
 Quiz load_quiz(const std::string& path, const LabLookup& labs);
+
+// The quiz restricted to one track's questions (numbers kept), or all of them for kAllTracks. An unknown
+// track is a QuizError naming the known ones.
+Quiz select_track(const Quiz& quiz, const std::string& track);
 
 // The {names} used in a template, in order of appearance.
 std::vector<std::string> placeholders(const std::string& text);

@@ -128,6 +128,7 @@ nlohmann::json to_json(const std::vector<Answered>& walked, const WalkOptions& o
                        bool all_passed) {
   nlohmann::json j;
   j["torch_version"] = TORCH_VERSION;
+  if (!options.track.empty()) j["track"] = options.track;
   j["device"] = options.ctx.device.str();
   j["dtype"] = lab::short_name(options.ctx.dtype);
   j["seed"] = options.ctx.seed;
@@ -175,6 +176,13 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
     throw lab::UsageError(fmt::format("--answers has {} letters for {} questions", options.answers->size(), walked.size()));
 
   out << style.bold(quiz.title) << "\n";
+  // The default track goes unannounced, so `amp-lab quiz` reads as it always has.
+  if (!options.track.empty() && !quiz.tracks.empty() && options.track != quiz.tracks.front().id) {
+    std::string title = "every question of every track";
+    for (const auto& t : quiz.tracks)
+      if (t.id == options.track) title = t.title;
+    out << fmt::format("Track {}: {} ({} questions)\n", options.track, title, walked.size());
+  }
   if (!quiz.intro.empty() && !options.reveal) out << quiz.intro << "\n";
   out << fmt::format("device {} · dtype {} · LibTorch {} · seed {}{}\n", options.ctx.device.str(),
                      lab::short_name(options.ctx.dtype), TORCH_VERSION, options.ctx.seed,

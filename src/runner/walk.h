@@ -16,6 +16,7 @@ namespace runner {
 struct WalkOptions {
   lab::Context ctx;
   std::string device_notice;           // what --device auto decided, printed in the header
+  std::string track;                   // the track walked ("core", "recipes", "all"), printed in the header
   std::vector<int> only;               // question numbers to ask; empty: all
   std::optional<std::string> answers;  // scripted answers, one letter per question (s skips)
   bool reveal = false;                 // no questions: show the answer key with explanations
