@@ -55,7 +55,8 @@ GradScaler::GradScaler(torch::Device device, GradScalerOptions options)
       init_scale_(options.init_scale),
       growth_factor_(options.growth_factor),
       backoff_factor_(options.backoff_factor),
-      growth_interval_(options.growth_interval) {
+      growth_interval_(options.growth_interval),
+      process_group_(std::move(options.process_group)) {
   if (!enabled_) return;
   // Python warns and disables itself here; a lab asking for CUDA on a CPU machine should hear about it.
   if (device_.is_cuda() && !cuda_available())
@@ -137,6 +138,8 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
     }
   }
   state.found_inf_per_device = per_device_found_inf.take();
+  // Sharded gradients: the verdict is global (ShardedGradScaler.unscale_), before step() reads it.
+  if (process_group_) process_group_->all_reduce(state.found_inf_per_device, device_);
   state.stage = Stage::Unscaled;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -32,12 +33,25 @@ struct GradScalerError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Combines the found_inf flags of several processes (sharded training); amp/distributed.h makes one from a
+// c10d process group. Declared here so that this header needs no c10d.
+class FoundInfReducer {
+ public:
+  virtual ~FoundInfReducer() = default;
+  // Sums every flag over the processes, in place, before the scaler reads it.
+  virtual void all_reduce(std::vector<std::pair<torch::Device, torch::Tensor>>& found_inf_per_device,
+                          torch::Device scaler_device) = 0;
+};
+
 struct GradScalerOptions {
   double init_scale = 65536.0;    // 2^16, Python's default
   double growth_factor = 2.0;     // scale *= growth_factor after growth_interval clean steps
   double backoff_factor = 0.5;    // scale *= backoff_factor on a step with inf/NaN grads
   int64_t growth_interval = 2000;
   bool enabled = true;            // false: scale() and update() do nothing, step() just steps
+  // Set (amp::found_inf_all_reduce(group)) when each rank unscales only its shard of the gradients:
+  // found_inf is all-reduced in unscale_(), so step() skips, and update() backs off, on every rank alike.
+  std::shared_ptr<FoundInfReducer> process_group;
 };
 
 // Python's state_dict(): {scale, growth_factor, backoff_factor, growth_interval, _growth_tracker}.
@@ -160,6 +174,7 @@ class GradScaler {
   double backoff_factor_;
   int64_t growth_interval_;
   int64_t init_growth_tracker_ = 0;
+  std::shared_ptr<FoundInfReducer> process_group_;
   torch::Tensor scale_;           // 0-dim float32 on the device, undefined until the first scale()
   torch::Tensor growth_tracker_;  // 0-dim int32 on the device
   // Keyed by identity, like Python's id(optimizer); a vector keeps the order update() combines them in.

@@ -1,0 +1,318 @@
+// Lab 13: data-parallel AMP on c10d. Backs quiz question 13.
+//
+// N ranks (default 2; WORLD_SIZE=4 for four) train one fp16-autocast MLP with amp::GradScaler on their own
+// batches, three ways, from the same start:
+//   ddp            gradients all-reduced, then every rank unscales all of them and steps a full replica;
+//   sharded-local  ZeRO-2 style: each rank unscales, checks and steps only the parameters it owns (then
+//                  broadcasts them), with a scaler that sees only its shard's found_inf;
+//   sharded-global the same with GradScalerOptions::process_group (amp/distributed.h): found_inf is
+//                  all-reduced before the skip decision. --flip removes that all-reduce.
+// The scaler grows every few steps, so the last layer's batch-summed weight gradient overflows now and
+// then while the earlier layers' gradients stay finite: an inf lands in one rank's shard only.
+//
+// Run alone: build/bin/lab13_data_parallel [--quick] [--flip]    (spawns the ranks on 127.0.0.1)
+// Across machines: set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT on each (as torchrun does); rank 0
+// hosts the store at MASTER_ADDR:MASTER_PORT and every rank prints the same report.
+// CPU tensors over Gloo on every device; an NCCL path is not built (see the device note in the output).
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/torch.h>
+
+#include "amp/autocast.h"
+#include "amp/distributed.h"
+#include "lab/cli.h"
+#include "lab/registry.h"
+
+extern char** environ;
+
+namespace {
+
+constexpr int64_t kSteps = 200;               // SGD steps per run
+constexpr int64_t kStepsQuick = 40;           // ... in quick mode
+constexpr int64_t kBatch = 64, kIn = 16, kHidden = 64, kOut = 8;  // per-rank batch and MLP widths
+constexpr double kLearningRate = 0.05;        // SGD with momentum 0.9
+constexpr double kInitScale = 65536.0;        // 2^16: the scaler's default start
+constexpr int64_t kGrowthInterval = 3;        // grows often, so it keeps reaching overflow
+constexpr int kDefaultWorld = 2, kMaxWorld = 6;  // 6 parameter tensors: at most one shard each
+constexpr std::chrono::seconds kRunDeadline{240};  // spawned ranks: the whole run
+const char* const kRuns[] = {"ddp", "sharded-local", "sharded-global"};
+// Set in the environment of the ranks this lab spawns; caught before main() (see the end of this file).
+constexpr const char* kWorkerVar = "AMP_LAB_DATA_PARALLEL_WORKER";
+// Test hook: "die:R" or "hang:R" makes rank R die or hang at step 3 of the second run.
+constexpr const char* kFaultVar = "AMP_LAB_DATA_PARALLEL_FAULT";
+
+std::string env(const char* name) { const char* v = std::getenv(name); return v ? v : ""; }
+int owner_of(size_t tensor, int world) { return static_cast<int>(tensor * world / 6); }  // contiguous shards
+
+struct Job { int rank, world; bool quick, flip; uint64_t seed; };
+
+// One rank's three runs; publishes per step "local inf" and "stepped", scales and final weights to the store.
+void run_rank(const Job& job, c10::intrusive_ptr<c10d::Store> store) {
+  at::set_num_threads(1);
+  const std::string master = env("MASTER_ADDR");  // ranks on one machine use loopback; otherwise this host's address
+  auto pg = amp::make_gloo_group(store, job.rank, job.world, master == "127.0.0.1" || master == "localhost" ? "127.0.0.1" : "");
+  auto wait = [](c10::intrusive_ptr<c10d::Work> w) { if (!w->wait(amp::kCollectiveTimeout)) throw std::runtime_error("collective timed out"); };
+  const int64_t steps = job.quick ? kStepsQuick : kSteps;
+  for (int run = 0; run < 3; ++run) {
+    torch::manual_seed(job.seed);  // the same start on every rank, for every run
+    torch::nn::Sequential mlp(torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(), torch::nn::Linear(kHidden, kHidden),
+                              torch::nn::Tanh(), torch::nn::Linear(kHidden, kOut));
+    const torch::Tensor teacher = torch::randn({kIn, kOut});
+    std::vector<torch::Tensor> params = mlp->parameters(), mine;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (run == 0 || owner_of(i, job.world) == job.rank) mine.push_back(params[i]);
+    torch::optim::SGD opt(mine, torch::optim::SGDOptions(kLearningRate).momentum(0.9));
+    amp::GradScalerOptions so{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
+    if (run == 2 && !job.flip) so.process_group = amp::found_inf_all_reduce(pg);
+    amp::GradScaler scaler(torch::kCPU, so);
+    std::string flags;
+    std::vector<float> scales;
+    for (int64_t step = 0; step < steps; ++step) {
+      if (run == 1 && step == 3 && env(kFaultVar) == fmt::format("die:{}", job.rank)) std::raise(SIGKILL);
+      if (run == 1 && step == 3 && env(kFaultVar) == fmt::format("hang:{}", job.rank)) for (;;) pause();
+      torch::manual_seed(job.seed + 1 + static_cast<uint64_t>(step * job.world + job.rank));  // this rank's batch
+      const torch::Tensor x = torch::randn({kBatch, kIn}), y = torch::tanh(x.matmul(teacher));
+      mlp->zero_grad();  // every gradient, not just the optimizer's shard: all of them enter the all-reduce
+      torch::Tensor loss;
+      { amp::Autocast ac(torch::kCPU, torch::kHalf); loss = torch::mse_loss(mlp->forward(x), y); }
+      scales.push_back(static_cast<float>(scaler.get_scale()));
+      scaler.scale(loss).backward();
+      auto nonfinite = [](const std::vector<torch::Tensor>& ps) {
+        bool any = false;
+        for (const auto& p : ps) any = any || !torch::isfinite(p.grad()).all().item<bool>();
+        return any;
+      };
+      const bool local_inf_before = nonfinite(params);
+      for (auto& p : params) {  // DDP's gradient all-reduce (ZeRO would reduce-scatter: the same sums)
+        std::vector<torch::Tensor> g{p.grad()};
+        wait(pg->allreduce(g));
+        p.grad().div_(job.world);
+      }
+      const bool local_inf = run == 0 ? local_inf_before : nonfinite(mine);  // what this rank can see
+      const bool stepped = scaler.step(opt);
+      for (size_t i = 0; run > 0 && i < params.size(); ++i) {  // owners broadcast their updated shards
+        std::vector<torch::Tensor> t{params[i].data()};
+        c10d::BroadcastOptions from_owner;
+        from_owner.rootRank = owner_of(i, job.world);
+        wait(pg->broadcast(t, from_owner));
+      }
+      scaler.update();
+      flags += static_cast<char>('0' + local_inf + 2 * stepped);
+    }
+    torch::Tensor w = torch::cat([&] { std::vector<torch::Tensor> f; for (auto& p : params) f.push_back(p.detach().flatten()); return f; }());
+    auto bytes = [](const void* p, size_t n) { auto b = static_cast<const uint8_t*>(p); return std::vector<uint8_t>(b, b + n); };
+    const std::string key = fmt::format("amp-lab/dp/{}/{}", kRuns[run], job.rank);
+    store->set(key + "/weights", bytes(w.data_ptr<float>(), w.numel() * sizeof(float)));
+    store->set(key + "/scales", bytes(scales.data(), scales.size() * sizeof(float)));
+    store->set(key + "/flags", bytes(flags.data(), flags.size()));
+  }
+}
+
+Job job_from_env() {
+  Job job{std::atoi(env("RANK").c_str()), std::atoi(env("WORLD_SIZE").c_str()), env("AMP_LAB_QUICK") == "1",
+          env("AMP_LAB_FLIP") == "1", std::strtoull(env("AMP_LAB_SEED").c_str(), nullptr, 10)};
+  if (job.world < 2 || job.world > kMaxWorld || job.rank < 0 || job.rank >= job.world)
+    throw lab::UsageError(fmt::format("WORLD_SIZE must be 2..{} and RANK 0..WORLD_SIZE-1, got WORLD_SIZE='{}' RANK='{}'",
+                                      kMaxWorld, env("WORLD_SIZE"), env("RANK")));
+  return job;
+}
+
+c10::intrusive_ptr<c10d::Store> connect(const std::string& host, int port, bool server) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(port);
+  o.isServer = server;
+  o.waitWorkers = false;
+  o.timeout = amp::kCollectiveTimeout;
+  return c10::make_intrusive<c10d::TCPStore>(host, o);
+}
+
+// Starts the ranks as fresh processes of this very executable (/proc/self/exe) and waits for them.
+// Re-exec, not a bare fork(): the lab also runs inside amp-lab and the test binaries, whose OpenMP and
+// intra-op thread pools do not survive fork() (a forked child can deadlock in its first parallel op).
+// A fresh process has no such state, and every executable that links this lab can serve as a rank.
+void spawn_ranks(int port, const lab::Context& ctx, int world) {
+  std::vector<pid_t> pids;
+  auto stop_all = [&](const std::string& why) {
+    for (pid_t p : pids) if (p > 0) kill(p, SIGKILL);
+    for (pid_t p : pids) if (p > 0) waitpid(p, nullptr, 0);
+    throw std::runtime_error(why);
+  };
+  const pid_t parent = getpid();
+  for (int rank = 0; rank < world; ++rank) {
+    std::vector<std::string> vars = {fmt::format("{}=1", kWorkerVar), fmt::format("RANK={}", rank),
+        fmt::format("WORLD_SIZE={}", world), "MASTER_ADDR=127.0.0.1", fmt::format("MASTER_PORT={}", port),
+        fmt::format("AMP_LAB_QUICK={:d}", ctx.quick), fmt::format("AMP_LAB_FLIP={:d}", ctx.flip),
+        fmt::format("AMP_LAB_SEED={}", ctx.seed)};
+    for (char** e = environ; *e; ++e)
+      if (!std::strchr(*e, '=') || vars.end() == std::find_if(vars.begin(), vars.end(), [&](const std::string& v) {
+            return std::strncmp(*e, v.c_str(), v.find('=') + 1) == 0; }))
+        vars.emplace_back(*e);
+    std::vector<char*> envp;
+    for (auto& v : vars) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    char arg0[] = "amp-lab-rank";
+    char* argv[] = {arg0, nullptr};
+    const pid_t pid = fork();
+    if (pid < 0) stop_all(fmt::format("could not start rank {}: {}", rank, std::strerror(errno)));
+    if (pid == 0) {  // only async-signal-safe calls until exec
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the lab's process dies: its ranks die with it
+      if (getppid() != parent) _exit(3);
+      execve("/proc/self/exe", argv, envp.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + kRunDeadline;
+  for (size_t done = 0; done < pids.size();) {
+    for (size_t r = 0; r < pids.size(); ++r) {
+      int status = 0;
+      if (pids[r] <= 0 || waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      pids[r] = 0;
+      ++done;
+      if (WIFSIGNALED(status)) stop_all(fmt::format("rank {} of {} was killed by signal {} ({})", r, world, WTERMSIG(status), strsignal(WTERMSIG(status))));
+      if (WEXITSTATUS(status) != 0) stop_all(fmt::format("rank {} of {} failed (exit code {}; its message is above)", r, world, WEXITSTATUS(status)));
+    }
+    if (std::chrono::steady_clock::now() > deadline) stop_all(fmt::format("ranks still running after {} s: stopped", kRunDeadline.count()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+struct RunResult {
+  std::vector<std::string> flags;           // per rank, per step: bit 0 local inf, bit 1 stepped
+  std::vector<std::vector<float>> weights, scales;
+};
+
+RunResult fetch(c10d::Store& store, const char* run, int world) {
+  RunResult r;
+  for (int rank = 0; rank < world; ++rank) {
+    const std::string key = fmt::format("amp-lab/dp/{}/{}", run, rank);
+    store.wait({key + "/flags"});
+    auto f = store.get(key + "/flags"), w = store.get(key + "/weights"), s = store.get(key + "/scales");
+    r.flags.emplace_back(f.begin(), f.end());
+    r.weights.emplace_back(reinterpret_cast<float*>(w.data()), reinterpret_cast<float*>(w.data() + w.size()));
+    r.scales.emplace_back(reinterpret_cast<float*>(s.data()), reinterpret_cast<float*>(s.data() + s.size()));
+  }
+  return r;
+}
+
+struct Summary { int64_t inf_steps = 0, skipped = 0, disagree = 0; bool skips_match_infs = true, replicas_equal = true; };
+
+Summary summarize(const RunResult& r) {
+  Summary s;
+  for (size_t step = 0; step < r.flags[0].size(); ++step) {
+    bool any_inf = false, all_skip = true, any_skip = false;
+    for (const auto& f : r.flags) {
+      const int bits = f[step] - '0';
+      any_inf |= bits & 1;
+      all_skip &= !(bits & 2);
+      any_skip |= !(bits & 2);
+    }
+    s.inf_steps += any_inf;
+    s.skipped += any_skip;
+    s.disagree += any_skip && !all_skip;
+    s.skips_match_infs &= all_skip == any_inf && any_skip == any_inf;
+  }
+  for (const auto& w : r.weights) s.replicas_equal &= w == r.weights[0];
+  return s;
+}
+
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  const torch::Tensor ta = torch::tensor(a, torch::kDouble), tb = torch::tensor(b, torch::kDouble);
+  if (!torch::isfinite(ta).all().item<bool>()) return std::numeric_limits<double>::infinity();  // diverged
+  return ((ta - tb).abs().max() / tb.abs().max()).item<double>();
+}
+
+lab::Report run(const lab::Context& ctx) {
+  lab::Report r("data-parallel", "Sharded gradients need a global inf verdict; DDP has one by construction");
+  const bool in_job = !env("RANK").empty();
+  Job job = in_job ? job_from_env() : Job{0, env("WORLD_SIZE").empty() ? kDefaultWorld : std::atoi(env("WORLD_SIZE").c_str())};
+  job.quick = ctx.quick, job.flip = ctx.flip, job.seed = ctx.seed;  // this rank's flags, not the spawn variables
+  if (!in_job && (job.world < 2 || job.world > kMaxWorld))
+    throw lab::UsageError(fmt::format("WORLD_SIZE must be 2..{}, got '{}'", kMaxWorld, env("WORLD_SIZE")));
+  c10::intrusive_ptr<c10d::Store> store;
+  if (in_job) {  // one rank of a job: rank 0 hosts the store, unless torchrun's agent already does
+    const bool server = job.rank == 0 && env("TORCHELASTIC_USE_AGENT_STORE") != "True";
+    store = connect(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), server);
+    run_rank(job, store);
+  } else {  // port 0: the store binds a free port, which the ranks are told
+    store = connect("127.0.0.1", 0, /*server=*/true);
+    spawn_ranks(static_cast<c10d::TCPStore&>(*store).getPort(), ctx, job.world);
+  }
+  r.note(fmt::format("{} ranks, c10d Gloo on CPU tensors, {}; fp16 autocast + amp::GradScaler (init 2^16, grows every {} steps), SGD",
+                     job.world, in_job ? fmt::format("this is rank {} of a job at {}:{}", job.rank, env("MASTER_ADDR"), env("MASTER_PORT"))
+                                       : "spawned on 127.0.0.1", kGrowthInterval));
+  if (ctx.cuda()) r.note("CUDA: this lab's ranks still compute on CPU tensors over Gloo (no NCCL path is built)");
+  if (ctx.flip) r.note("FLIP: the process-group option is left out: found_inf is not all-reduced in sharded-global");
+  r.note(fmt::format("shards: parameter tensors 0-5 (w1 b1 w2 b2 w3 b3) split into {} contiguous ranges; {} steps",
+                     job.world, job.quick ? kStepsQuick : kSteps));
+
+  RunResult res[3];
+  Summary sum[3];
+  for (int i = 0; i < 3; ++i) sum[i] = summarize(res[i] = fetch(*store, kRuns[i], job.world));
+  if (in_job) {  // rank 0's store must outlive every rank's reads
+    store->add("amp-lab/dp/read", 1);
+    if (job.rank == 0) while (store->add("amp-lab/dp/read", 0) < job.world) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double drift[3] = {0, max_rel_diff(res[1].weights[0], res[0].weights[0]), max_rel_diff(res[2].weights[0], res[0].weights[0])};
+  auto& t = r.table("the three runs", {"run", "steps with an inf", "skipped", "ranks disagree", "final scales per rank", "replicas equal", "max |w - w_ddp| / max |w_ddp|"});
+  for (int i = 0; i < 3; ++i) {
+    std::string scales;
+    for (const auto& s : res[i].scales) scales += (scales.empty() ? "" : " ") + (s.back() > 0 ? fmt::format("2^{:g}", std::log2(s.back())) : std::string("0"));
+    t.row({kRuns[i], std::to_string(sum[i].inf_steps), std::to_string(sum[i].skipped), std::to_string(sum[i].disagree), scales,
+           sum[i].replicas_equal ? "bitwise" : "no", lab::sci(drift[i])});
+  }
+  r.observe("ddp_skipped", "ddp: steps skipped", static_cast<double>(sum[0].skipped));
+  r.observe("local_disagree_steps", "sharded-local: steps the ranks decided differently", static_cast<double>(sum[1].disagree));
+  r.observe("local_drift", "sharded-local: weights vs ddp (max relative difference)", drift[1], "", lab::sci(drift[1]));
+  r.observe("global_disagree_steps", "sharded-global: steps the ranks decided differently", static_cast<double>(sum[2].disagree));
+  r.observe("global_drift", "sharded-global: weights vs ddp (max relative difference)", drift[2], "", lab::sci(drift[2]));
+
+  r.check("ddp: every rank makes the same skip decisions, exactly on the steps with an inf on some rank, and the replicas stay bitwise identical",
+          sum[0].skipped > 0 && sum[0].disagree == 0 && sum[0].skips_match_infs && sum[0].replicas_equal,
+          fmt::format("{} steps skipped, {} disagreements, skips {} the inf steps, replicas {}", sum[0].skipped, sum[0].disagree,
+                      sum[0].skips_match_infs ? "match" : "do not match", sum[0].replicas_equal ? "bitwise equal" : "differ"));
+  r.check("sharded without a global verdict: ranks skip different steps and the weights drift from ddp's",
+          sum[1].disagree > 0 && drift[1] > 0, fmt::format("{} disagreements, drift {}", sum[1].disagree, lab::sci(drift[1])));
+  r.check("sharded with the process-group option: ranks skip the same steps, exactly those with an inf on some rank, and end bitwise equal to ddp",
+          sum[2].skipped > 0 && sum[2].disagree == 0 && sum[2].skips_match_infs && sum[2].replicas_equal && res[2].weights[0] == res[0].weights[0],
+          fmt::format("{} skipped, {} disagreements, drift from ddp {}", sum[2].skipped, sum[2].disagree, lab::sci(drift[2])));
+  r.takeaway("DDP all-reduces gradients before unscaling, so every rank sees every inf; with sharded gradients each rank sees only its "
+             "shard, and found_inf must be all-reduced (ShardedGradScaler, GradScalerOptions::process_group) for one verdict");
+  return r;
+}
+
+// A spawned rank: run before main(), whichever executable this is (lab, amp-lab, a test), then exit.
+[[maybe_unused]] const bool kIsWorker = [] {
+  if (env(kWorkerVar) != "1") return false;
+  int code = 0;
+  try {
+    const Job job = job_from_env();
+    run_rank(job, connect(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), /*server=*/false));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rank %s: %s\n", env("RANK").c_str(), lab::one_line(e).c_str());
+    code = 3;
+  }
+  std::fflush(nullptr);
+  std::_Exit(code);
+}();
+
+}  // namespace
+
+AMP_LAB_REGISTER("data-parallel", /*question=*/13, "Sharded gradients need a global inf verdict; DDP has one by construction",
+                 /*heading=*/"Ranks training one fp16 model: DDP-style and with sharded gradients, with and without an all-reduced found_inf",
+                 run, /*provides=*/{"ddp_skipped", "local_disagree_steps", "local_drift", "global_disagree_steps", "global_drift"});
