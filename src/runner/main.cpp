@@ -129,7 +129,7 @@ int cmd_list(int argc, const char* const* argv) {
       std::string prompt = q.prompt.size() > 58 ? q.prompt.substr(0, 55) + "..." : q.prompt;
       rows.push_back({std::to_string(q.number), q.lab, info->executable, prompt});
     }
-    for (const auto& line : lab::format_table({"Q", "lab (amp-lab run LAB)", "executable (build/bin)", "question"}, rows))
+    for (const auto& line : lab::format_table({"Q", "lab (amp-lab run LAB)", "executable", "question"}, rows))
       std::cout << "  " << line << "\n";
     std::cout << "\n";
   }
