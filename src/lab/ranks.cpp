@@ -72,16 +72,22 @@ void spawn_ranks(int world, const std::function<std::vector<std::string>(int ran
   }
   const auto end = std::chrono::steady_clock::now() + deadline;
   for (size_t done = 0; done < pids.size();) {
+    // Reap every rank that ended since the last sweep before judging: a killed rank makes its peers fail
+    // moments later, and the report names the cause (the killed rank), not a peer that happens to come first.
+    std::vector<std::pair<size_t, int>> ended;
     for (size_t r = 0; r < pids.size(); ++r) {
       int status = 0;
       if (pids[r] <= 0 || waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
       pids[r] = 0;
       ++done;
+      ended.emplace_back(r, status);
+    }
+    for (const auto& [r, status] : ended)
       if (WIFSIGNALED(status))
         stop_all(fmt::format("rank {} of {} was killed by signal {} ({})", r, world, WTERMSIG(status), strsignal(WTERMSIG(status))));
+    for (const auto& [r, status] : ended)
       if (WEXITSTATUS(status) != 0)
         stop_all(fmt::format("rank {} of {} failed (exit code {}; its message is above)", r, world, WEXITSTATUS(status)));
-    }
     if (std::chrono::steady_clock::now() > end) stop_all(fmt::format("ranks still running after {} s: stopped", deadline.count()));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
