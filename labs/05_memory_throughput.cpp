@@ -15,10 +15,7 @@
 // --flip: the "16-bit" tensors are kept in fp32 (autocast disabled, the 16-bit model stored in fp32),
 //         so every check must FAIL; timings compare fp32 to fp32.
 #include <cmath>
-#include <limits>
-#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <torch/torch.h>
@@ -29,6 +26,7 @@
 #include "lab/hardware.h"
 #include "lab/registry.h"
 #include "lab/measure.h"
+#include "lab/mlp.h"
 
 namespace {
 
@@ -38,51 +36,9 @@ constexpr int64_t kAlignedN = 4096;     // CUDA: fp16 matmul size that is a mult
 constexpr int64_t kUnalignedN = 4097;   // ... and one that is not (Tensor Cores want multiples of 8)
 constexpr double kKernelBound = 0.8;    // "the kernel is the slow part": 16-bit mm below 0.8x via-fp32
 
-// Three Linear layers with ReLU between them; `saved` collects every layer output (the activations).
-struct MlpImpl : torch::nn::Module {
-  explicit MlpImpl(int64_t width) {
-    for (int i = 0; i < kLayers; ++i)
-      layers.push_back(register_module("fc" + std::to_string(i), torch::nn::Linear(width, width)));
-  }
-  torch::Tensor forward(torch::Tensor x, std::vector<torch::Tensor>* saved = nullptr) {
-    for (size_t i = 0; i < layers.size(); ++i) {
-      x = layers[i]->forward(x);
-      if (saved) saved->push_back(x);
-      if (i + 1 == layers.size()) break;
-      x = torch::relu(x);
-      if (saved) saved->push_back(x);
-    }
-    return x;
-  }
-  std::vector<torch::nn::Linear> layers;
-};
-TORCH_MODULE(Mlp);
-
 constexpr auto bytes = lab::tensor_bytes;
-std::vector<torch::Tensor> grads(const std::vector<torch::Tensor>& params) {
-  std::vector<torch::Tensor> g;
-  for (const auto& p : params) g.push_back(p.grad());
-  return g;
-}
-std::string mb(std::optional<int64_t> b) { return !b || *b == 0 ? "-" : lab::num(*b / 1e6, 3); }
-
-// Adam's state after one step on `params` (exp_avg and exp_avg_sq per parameter), in bytes.
-int64_t adam_state_bytes(const std::vector<torch::Tensor>& params) {
-  torch::optim::Adam adam(params, torch::optim::AdamOptions(kLearningRate));
-  adam.step();
-  int64_t n = 0;
-  for (const auto& [key, state] : adam.state()) {
-    const auto& s = static_cast<const torch::optim::AdamParamState&>(*state);
-    n += bytes({s.exp_avg(), s.exp_avg_sq(), s.max_exp_avg_sq()});
-  }
-  return n;
-}
-
-// Restores cuBLAS's TF32 switch however the scope is left.
-struct KeepTf32 {
-  bool before = at::globalContext().allowTF32CuBLAS();
-  ~KeepTf32() { at::globalContext().setAllowTF32CuBLAS(before); }
-};
+constexpr auto grads = lab::grads;
+constexpr auto mb = lab::mb_cell;
 
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("memory-throughput", "16-bit halves tensor memory; the speed-up depends on the hardware");
@@ -105,7 +61,7 @@ lab::Report run(const lab::Context& ctx) {
   if (ctx.flip) r.note("--flip: " + lp + " tensors are stored in fp32 and autocast is disabled");
 
   // ---- Part 1: memory, counted from the tensors (and, on CUDA, the allocator's peak) ----
-  Mlp model(width);
+  lab::Mlp model(width, kLayers);
   model->to(dev);
   const auto x = torch::randn({batch, width}, f32), y = torch::randn({batch, width}, f32);
   std::vector<torch::Tensor> act32, act16, act_ac, copies;
@@ -114,7 +70,7 @@ lab::Report run(const lab::Context& ctx) {
   const int64_t n_params = bytes(params32) / 4, p32 = bytes(params32), g32 = bytes(grads(params32)), a32 = bytes(act32);
   // Pure 16-bit, as in the mixed-precision paper: 16-bit weights and grads, an fp32 master copy that
   // Adam updates (so Adam's state is fp32 too).
-  Mlp model16(width);
+  lab::Mlp model16(width, kLayers);
   model16->to(dev, low);
   const auto peak16 = lab::peak_device_bytes(dev, [&] {
     torch::mse_loss(model16->forward(x.to(low), &act16).to(torch::kFloat), y).backward();
@@ -125,7 +81,7 @@ lab::Report run(const lab::Context& ctx) {
     master.back().mutable_grad() = p.grad().to(torch::kFloat);
   }
   const int64_t p16 = bytes(model16->parameters()), g16 = bytes(grads(model16->parameters())), a16 = bytes(act16);
-  const int64_t m32 = bytes(master), adam = adam_state_bytes(master);
+  const int64_t m32 = bytes(master), adam = lab::adam_state_bytes(master, kLearningRate);
   // Autocast: fp32 weights and grads; each Linear works on a 16-bit copy of its weight and bias.
   model->zero_grad();
   const auto peak_ac = lab::peak_device_bytes(dev, [&] {
@@ -136,16 +92,8 @@ lab::Report run(const lab::Context& ctx) {
     for (const auto& p : params32) copies.push_back(p.detach().to(ctx.dtype));
   const int64_t c_ac = bytes(copies), g_ac = bytes(grads(params32)), a_ac = bytes(act_ac);
   // 16-bit is not more accurate: the network's output against a float64 forward pass.
-  torch::Tensor ref = x.to(torch::kDouble);
-  for (size_t i = 0; i < model->layers.size(); ++i) {
-    const auto& l = model->layers[i];
-    ref = torch::linear(ref, l->weight.to(torch::kDouble), l->bias.to(torch::kDouble));
-    if (i + 1 < model->layers.size()) ref = torch::relu(ref);
-  }
-  const auto err = [&](const torch::Tensor& out) {
-    return ((out.detach().to(torch::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
-  };
-  const double err32 = err(act32.back()), err_ac = err(act_ac.back());
+  const torch::Tensor ref = model->forward_fp64(x);
+  const double err32 = lab::max_rel_error(act32.back(), ref), err_ac = lab::max_rel_error(act_ac.back(), ref);
   const int64_t t32 = p32 + g32 + adam + a32, t16 = p16 + m32 + g16 + adam + a16, t_ac = p32 + c_ac + g_ac + adam + a_ac;
 
   r.section("Memory of one training step with Adam, MB");
@@ -178,8 +126,7 @@ lab::Report run(const lab::Context& ctx) {
             a32 > a_ac ? "about " + lab::num(breakeven, 3) + " (an estimate from these byte counts)" : "never");
 
   // ---- Part 2: throughput ----
-  const KeepTf32 keep_tf32;
-  const auto per_s = [&](double flop, double ms) { return flop / (ms * 1e-3) / unit; };
+  const lab::KeepTf32 keep_tf32;
   const bool bf16_ok = !ctx.cuda() || amp::cuda_supports_bf16();
   std::vector<torch::ScalarType> types = {torch::kBFloat16, torch::kHalf};
   if (!bf16_ok) types.erase(types.begin());
@@ -203,10 +150,8 @@ lab::Report run(const lab::Context& ctx) {
   for (size_t w = 0; w < mms.size(); ++w) {
     std::vector<std::string> row = {mms[w].label};
     if (ctx.cuda()) at::globalContext().setAllowTF32CuBLAS(mms[w].tf32);
-    const auto c = mms[w].compute, in = mms[w].in;
     for (int64_t n : sizes) {
-      const auto a = torch::randn({n, n}, f32).to(in), b = torch::randn({n, n}, f32).to(in);
-      last[w] = per_s(2.0 * n * n * n, lab::median_ms(ctx, warmup, reps, [&] { torch::mm(a.to(c), b.to(c)).to(in); }));
+      last[w] = lab::matmul_rate(ctx, n, mms[w].in, mms[w].compute, warmup, reps, unit);
       row.push_back(lab::num(last[w], 3));
     }
     row.push_back(lab::num(last[w] / last[0], 3) + "x");
@@ -215,11 +160,9 @@ lab::Report run(const lab::Context& ctx) {
   if (ctx.cuda()) {  // Tensor Cores want every matmul dimension to be a multiple of 8.
     at::globalContext().setAllowTF32CuBLAS(false);
     std::string text = "fp16 mm, multiple of 8 or not:";
-    for (int64_t n : {kAlignedN, kUnalignedN}) {
-      const auto a = torch::randn({n, n}, f32).to(torch::kHalf), b = torch::randn({n, n}, f32).to(torch::kHalf);
-      const double ms = lab::median_ms(ctx, warmup, reps, [&] { torch::mm(a, b); });
-      text += " n=" + std::to_string(n) + " " + lab::num(per_s(2.0 * n * n * n, ms), 3) + " " + rate;
-    }
+    for (int64_t n : {kAlignedN, kUnalignedN})
+      text += " n=" + std::to_string(n) + " " +
+              lab::num(lab::matmul_rate(ctx, n, torch::kHalf, torch::kHalf, warmup, reps, unit), 3) + " " + rate;
     r.note(text);
   }
   const std::string at_n = "matmul n=" + std::to_string(sizes.back()) + ", ";
@@ -247,7 +190,7 @@ lab::Report run(const lab::Context& ctx) {
   modes.insert(modes.end(), types.begin(), types.end());
   for (const auto dtype : modes) {
     torch::manual_seed(ctx.seed);  // the same initial weights in every mode
-    Mlp net(width);
+    lab::Mlp net(width, kLayers);
     net->to(dev);
     torch::optim::SGD opt(net->parameters(), torch::optim::SGDOptions(kLearningRate));
     const bool cast = on && dtype != torch::kFloat, scaled = cast && dtype == torch::kHalf;
@@ -265,7 +208,7 @@ lab::Report run(const lab::Context& ctx) {
     });
     if (dtype == torch::kFloat) ms32 = ms;
     const std::string mode = dtype == torch::kFloat ? "fp32" : "autocast " + name(dtype) + (scaled ? " + GradScaler" : "");
-    step_table.row({mode, lab::num(ms, 3), lab::num(per_s(step_flop, ms), 3), lab::num(ms32 / ms, 3) + "x"});
+    step_table.row({mode, lab::num(ms, 3), lab::num(lab::flop_rate(step_flop, ms, unit), 3), lab::num(ms32 / ms, 3) + "x"});
     if (dtype == torch::kFloat) continue;
     r.observe("mlp_" + lab::short_name(dtype) + "_vs_fp32", "MLP step, " + mode, ms32 / ms, "x", lab::speed_words(ms32 / ms));
     // The 16-bit type this run is about (--dtype; fp16 on a GPU without bf16), in words the quiz cites.
@@ -277,9 +220,7 @@ lab::Report run(const lab::Context& ctx) {
       r.observe(key, "bf16", std::nan(""), "x", "not run (this GPU has no bf16)");
   r.observe("hardware_16bit", "device", ctx.cuda() ? hw.compute_capability : double(!lab::native_16bit_units(hw).empty()),
             "", where);
-  if (!ctx.cuda())
-    r.note("CPU timings on " + std::to_string(torch::get_num_threads()) + " of " +
-           std::to_string(std::thread::hardware_concurrency()) + " cores");
+  if (!ctx.cuda()) r.note(lab::cpu_threads_note());
   r.takeaway("Gains depend on hardware and workload; no check asserts speed.");
   r.check(lp + " weights, gradients and activations each take exactly half the bytes of fp32",
           2 * p16 == p32 && 2 * g16 == g32 && 2 * a16 == a32 && 2 * a_ac == a32,

@@ -19,8 +19,6 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <torch/torch.h>
 
@@ -29,6 +27,7 @@
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
+#include "lab/measure.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 
@@ -123,16 +122,6 @@ double loss64(const Net& m, const Data& d) {
   return F::cross_entropy(m64->forward(d.x.to(torch::kDouble)), d.y).item<double>();
 }
 
-bool bitwise_equal(const Net& a, const Net& b, double* max_diff) {
-  bool equal = true;
-  auto pa = a->parameters(), pb = b->parameters();
-  for (size_t i = 0; i < pa.size(); ++i) {
-    equal = equal && torch::equal(pa[i], pb[i]);
-    *max_diff = std::max(*max_diff, (pa[i] - pb[i]).abs().max().item<double>());
-  }
-  return equal;
-}
-
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("amp-api", "torch.amp in C++: one training step for fp32, bf16 and fp16");
   const torch::Device dev = ctx.device;
@@ -164,7 +153,7 @@ lab::Report run(const lab::Context& ctx) {
   }
   const int64_t steps = ctx.size(200, 600, 80), half = steps / 2;
   const double initial = loss64(start, d);
-  const std::string ckpt = (std::filesystem::temp_directory_path() / fmt::format("amp_lab_06_{}.pt", ::getpid())).string();
+  const std::string ckpt = lab::scratch_path("amp_lab_06", ".pt");
 
   r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}", steps,
                         kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, half));
@@ -197,7 +186,7 @@ lab::Report run(const lab::Context& ctx) {
     train(c, opt_c, scaler_c, p.dtype, dev, d, half, steps);
 
     double diff = 0;
-    const bool same = bitwise_equal(a, c, &diff);
+    const bool same = lab::parameters_equal(*a, *c, &diff);
     same_run.push_back(same);
     names.push_back(p.name);
     max_diff = std::max(max_diff, diff);
@@ -224,10 +213,7 @@ lab::Report run(const lab::Context& ctx) {
   r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
             fmt::format("{} of {}", identical, finals.size()));
   r.observe("fp16_resumed_identical", "fp16 resume bitwise identical (1 = yes)", fp16_same);
-  // The chart shows at most kChartWidth steps: every k-th one.
-  std::vector<double> sampled;
-  const size_t every = std::max<size_t>(1, (scales16.size() + kChartWidth - 1) / kChartWidth);
-  for (size_t i = 0; i < scales16.size(); i += every) sampled.push_back(scales16[i]);
+  const auto [sampled, every] = lab::every_kth(scales16, kChartWidth);  // at most kChartWidth steps
   r.chart(lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every), sampled,
                          /*log2_scale=*/true));
 

@@ -20,6 +20,7 @@
 #include <torch/torch.h>
 
 #include "amp/autocast.h"
+#include "lab/measure.h"
 #include "lab/registry.h"
 
 namespace {
@@ -78,19 +79,6 @@ struct OpCase {
   torch::ScalarType explicit_dtype = torch::kFloat;
 };
 
-std::string dtypes_of(const std::vector<torch::Tensor>& ts) {
-  std::string s;
-  for (const auto& t : ts) s += (s.empty() ? "" : ", ") + lab::short_name(t.scalar_type());
-  return s;
-}
-
-bool is_16bit(torch::ScalarType d) { return d == torch::kHalf || d == torch::kBFloat16; }
-
-// max |y - ref| / max |ref|, measured in float64.
-double rel_error(const torch::Tensor& y, const torch::Tensor& ref) {
-  return ((y.to(torch::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
-}
-
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("autocast-policy", "Autocast picks a dtype per op; it does not convert everything");
   const auto dev = ctx.device;
@@ -148,7 +136,7 @@ lab::Report run(const lab::Context& ctx) {
     const torch::ScalarType got = out.scalar_type();
     const bool same = got == off.scalar_type() && torch::equal(out, off);
     changed += got != off.scalar_type();
-    if (op.name == "addmm") addmm_16bit = is_16bit(got);
+    if (op.name == "addmm") addmm_16bit = lab::is_16bit(got);
     if (op.name == "addmm_ (in-place)") addmm_inplace_same = same;
     const Rule rule = ctx.cuda() ? op.cuda : op.cpu;
     const torch::ScalarType want = expected_dtype(rule, op.inputs, lowp, op.explicit_dtype);
@@ -160,11 +148,11 @@ lab::Report run(const lab::Context& ctx) {
     }
     if (rule == Rule::Lower && all_fp32) {
       ++lower_rows;
-      matmul_16bit += is_16bit(got);
+      matmul_16bit += lab::is_16bit(got);
       lower_names += (lower_names.empty() ? "" : ", ") + op.name;
     }
-    if (!is_16bit(got)) ++kept_wide;
-    table.row({op.name, dtypes_of(op.inputs),
+    if (!lab::is_16bit(got)) ++kept_wide;
+    table.row({op.name, lab::short_names(op.inputs),
                lab::short_name(got) + (got == want ? "" : "  (expected " + lab::short_name(want) + ")"),
                lab::short_name(off.scalar_type()) + (same ? ", bitwise equal" : ""), rule_text(rule, lowp, fp64_input)});
   }
@@ -179,12 +167,9 @@ lab::Report run(const lab::Context& ctx) {
   for (const auto& [rules, names] : differ)
     r.note("CPU vs CUDA: " + names + ": " + rule_name(rules.first) + " on CPU, " + rule_name(rules.second) + " on CUDA");
   const int n = static_cast<int>(cases.size());
-  r.observe("policy_matches", "outputs matching the documented policy", matches, "",
-            std::to_string(matches) + " of " + std::to_string(n));
-  r.observe("ops_fp32_or_wider", "ops whose output is fp32 or wider", kept_wide, "",
-            std::to_string(kept_wide) + " of " + std::to_string(n));
-  r.observe("ops_changed", "ops whose output dtype autocast changed", changed, "",
-            std::to_string(changed) + " of " + std::to_string(n));
+  r.observe("policy_matches", "outputs matching the documented policy", matches, "", lab::count_of(matches, n));
+  r.observe("ops_fp32_or_wider", "ops whose output is fp32 or wider", kept_wide, "", lab::count_of(kept_wide, n));
+  r.observe("ops_changed", "ops whose output dtype autocast changed", changed, "", lab::count_of(changed, n));
 
   // A layer: parameters stay fp32; autocast only computes with 16-bit copies of them.
   r.section("One Linear(" + std::to_string(kInFeatures) + ", " + std::to_string(kOutFeatures) + ") layer, batch " +
@@ -210,7 +195,7 @@ lab::Report run(const lab::Context& ctx) {
     y_fp32 = layer->forward(x);
     y_ref = torch::linear(x.to(torch::kDouble), layer->weight.to(torch::kDouble), layer->bias.to(torch::kDouble));
   }
-  const double err_amp = rel_error(y_amp, y_ref), err_fp32 = rel_error(y_fp32, y_ref);
+  const double err_amp = lab::max_rel_error(y_amp, y_ref), err_fp32 = lab::max_rel_error(y_fp32, y_ref);
   const double differ_share = y_amp.to(torch::kFloat).ne(y_fp32).to(torch::kDouble).mean().item<double>();
   const double eps = lowp == torch::kHalf ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
   r.observe("autocast_rel_err", "autocast max error vs fp64 (share of max |y|)", err_amp, "", lab::sci(err_amp));
@@ -232,7 +217,7 @@ lab::Report run(const lab::Context& ctx) {
   }
 
   r.check("every output dtype matches the documented autocast policy for " + dev.str(), matches == n,
-          std::to_string(matches) + " of " + std::to_string(n) + " rows match");
+          lab::count_of(matches, n) + " rows match");
   r.check("autocast chooses per op: " + lower_names + " run in " + lp + ", not every op does",
           matmul_16bit == lower_rows && kept_wide > 0,
           std::to_string(matmul_16bit) + " of " + std::to_string(lower_rows) + " matmul-like ops turned fp32 inputs into " +
@@ -244,7 +229,7 @@ lab::Report run(const lab::Context& ctx) {
               (addmm_inplace_same ? "bitwise equal" : "differs") + "; " + std::to_string(changed) + " of " +
               std::to_string(n) + " ops changed dtype");
   r.check("the layer computes in " + lp + " while its parameters and their gradients stay fp32",
-          is_16bit(layer_dtype) && params_fp32 == params,
+          lab::is_16bit(layer_dtype) && params_fp32 == params,
           "output " + lab::short_name(layer_dtype) + "; " + std::to_string(params_fp32) + " of " + std::to_string(params) +
               " parameters and grads are fp32");
   r.check("the autocast result is close to, but not bitwise equal to, the fp32 result",
@@ -252,7 +237,7 @@ lab::Report run(const lab::Context& ctx) {
           lab::percent(differ_share) + " of outputs differ (need > 50%); max error " + lab::sci(err_amp) +
               " < " + lab::num(kCloseEpsilons) + " x eps(" + lp + ") = " + lab::sci(kCloseEpsilons * eps));
   r.check("a nested Autocast(enabled=false) region turns autocast off, and only there",
-          is_16bit(outer) && inner == torch::kFloat && !inner_enabled && is_16bit(after),
+          lab::is_16bit(outer) && inner == torch::kFloat && !inner_enabled && lab::is_16bit(after),
           "mm gives " + lab::short_name(outer) + " in the region, " + lab::short_name(inner) +
               " inside the nested region (autocast enabled: " + (inner_enabled ? "yes" : "no") + "), " +
               lab::short_name(after) + " after it");

@@ -14,31 +14,25 @@
 // Across machines: set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT on each (as torchrun does); rank 0
 // hosts the store at MASTER_ADDR:MASTER_PORT and every rank prints the same report.
 // CPU tensors over Gloo on every device; an NCCL path is not built (see the device note in the output).
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
 
 #include "amp/autocast.h"
 #include "amp/distributed.h"
 #include "lab/cli.h"
+#include "lab/measure.h"
+#include "lab/ranks.h"
 #include "lab/registry.h"
-
-extern char** environ;
 
 namespace {
 
@@ -56,7 +50,7 @@ constexpr const char* kWorkerVar = "AMP_LAB_DATA_PARALLEL_WORKER";
 // Test hook: "die:R" or "hang:R" makes rank R die or hang at step 3 of the second run.
 constexpr const char* kFaultVar = "AMP_LAB_DATA_PARALLEL_FAULT";
 
-std::string env(const char* name) { const char* v = std::getenv(name); return v ? v : ""; }
+using lab::env;
 int owner_of(size_t tensor, int world) { return static_cast<int>(tensor * world / 6); }  // contiguous shards
 
 struct Job { int rank, world; bool quick, flip; uint64_t seed; };
@@ -115,11 +109,10 @@ void run_rank(const Job& job, c10::intrusive_ptr<c10d::Store> store) {
       flags += static_cast<char>('0' + local_inf + 2 * stepped);
     }
     torch::Tensor w = torch::cat([&] { std::vector<torch::Tensor> f; for (auto& p : params) f.push_back(p.detach().flatten()); return f; }());
-    auto bytes = [](const void* p, size_t n) { auto b = static_cast<const uint8_t*>(p); return std::vector<uint8_t>(b, b + n); };
     const std::string key = fmt::format("amp-lab/dp/{}/{}", kRuns[run], job.rank);
-    store->set(key + "/weights", bytes(w.data_ptr<float>(), w.numel() * sizeof(float)));
-    store->set(key + "/scales", bytes(scales.data(), scales.size() * sizeof(float)));
-    store->set(key + "/flags", bytes(flags.data(), flags.size()));
+    lab::store_set(*store, key + "/weights", w.data_ptr<float>(), w.numel() * sizeof(float));
+    lab::store_set(*store, key + "/scales", scales.data(), scales.size() * sizeof(float));
+    lab::store_set(*store, key + "/flags", flags.data(), flags.size());  // last: fetch waits for it
   }
 }
 
@@ -132,64 +125,14 @@ Job job_from_env() {
   return job;
 }
 
-c10::intrusive_ptr<c10d::Store> connect(const std::string& host, int port, bool server) {
-  c10d::TCPStoreOptions o;
-  o.port = static_cast<uint16_t>(port);
-  o.isServer = server;
-  o.waitWorkers = false;
-  o.timeout = amp::kCollectiveTimeout;
-  return c10::make_intrusive<c10d::TCPStore>(host, o);
-}
-
-// Starts the ranks as fresh processes of this very executable (/proc/self/exe) and waits for them.
-// Re-exec, not a bare fork(): the lab also runs inside amp-lab and the test binaries, whose OpenMP and
-// intra-op thread pools do not survive fork() (a forked child can deadlock in its first parallel op).
-// A fresh process has no such state, and every executable that links this lab can serve as a rank.
+// Starts the ranks on this machine (lab::spawn_ranks: fresh processes of this executable) and waits for them.
 void spawn_ranks(int port, const lab::Context& ctx, int world) {
-  std::vector<pid_t> pids;
-  auto stop_all = [&](const std::string& why) {
-    for (pid_t p : pids) if (p > 0) kill(p, SIGKILL);
-    for (pid_t p : pids) if (p > 0) waitpid(p, nullptr, 0);
-    throw std::runtime_error(why);
-  };
-  const pid_t parent = getpid();
-  for (int rank = 0; rank < world; ++rank) {
-    std::vector<std::string> vars = {fmt::format("{}=1", kWorkerVar), fmt::format("RANK={}", rank),
+  lab::spawn_ranks(world, [&](int rank) {
+    return std::vector<std::string>{fmt::format("{}=1", kWorkerVar), fmt::format("RANK={}", rank),
         fmt::format("WORLD_SIZE={}", world), "MASTER_ADDR=127.0.0.1", fmt::format("MASTER_PORT={}", port),
         fmt::format("AMP_LAB_QUICK={:d}", ctx.quick), fmt::format("AMP_LAB_FLIP={:d}", ctx.flip),
         fmt::format("AMP_LAB_SEED={}", ctx.seed)};
-    for (char** e = environ; *e; ++e)
-      if (!std::strchr(*e, '=') || vars.end() == std::find_if(vars.begin(), vars.end(), [&](const std::string& v) {
-            return std::strncmp(*e, v.c_str(), v.find('=') + 1) == 0; }))
-        vars.emplace_back(*e);
-    std::vector<char*> envp;
-    for (auto& v : vars) envp.push_back(v.data());
-    envp.push_back(nullptr);
-    char arg0[] = "amp-lab-rank";
-    char* argv[] = {arg0, nullptr};
-    const pid_t pid = fork();
-    if (pid < 0) stop_all(fmt::format("could not start rank {}: {}", rank, std::strerror(errno)));
-    if (pid == 0) {  // only async-signal-safe calls until exec
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the lab's process dies: its ranks die with it
-      if (getppid() != parent) _exit(3);
-      execve("/proc/self/exe", argv, envp.data());
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + kRunDeadline;
-  for (size_t done = 0; done < pids.size();) {
-    for (size_t r = 0; r < pids.size(); ++r) {
-      int status = 0;
-      if (pids[r] <= 0 || waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
-      pids[r] = 0;
-      ++done;
-      if (WIFSIGNALED(status)) stop_all(fmt::format("rank {} of {} was killed by signal {} ({})", r, world, WTERMSIG(status), strsignal(WTERMSIG(status))));
-      if (WEXITSTATUS(status) != 0) stop_all(fmt::format("rank {} of {} failed (exit code {}; its message is above)", r, world, WEXITSTATUS(status)));
-    }
-    if (std::chrono::steady_clock::now() > deadline) stop_all(fmt::format("ranks still running after {} s: stopped", kRunDeadline.count()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  }, kRunDeadline);
 }
 
 struct RunResult {
@@ -201,11 +144,9 @@ RunResult fetch(c10d::Store& store, const char* run, int world) {
   RunResult r;
   for (int rank = 0; rank < world; ++rank) {
     const std::string key = fmt::format("amp-lab/dp/{}/{}", run, rank);
-    store.wait({key + "/flags"});
-    auto f = store.get(key + "/flags"), w = store.get(key + "/weights"), s = store.get(key + "/scales");
-    r.flags.emplace_back(f.begin(), f.end());
-    r.weights.emplace_back(reinterpret_cast<float*>(w.data()), reinterpret_cast<float*>(w.data() + w.size()));
-    r.scales.emplace_back(reinterpret_cast<float*>(s.data()), reinterpret_cast<float*>(s.data() + s.size()));
+    r.flags.push_back(lab::store_get_string(store, key + "/flags"));
+    r.weights.push_back(lab::store_get_floats(store, key + "/weights"));
+    r.scales.push_back(lab::store_get_floats(store, key + "/scales"));
   }
   return r;
 }
@@ -231,12 +172,6 @@ Summary summarize(const RunResult& r) {
   return s;
 }
 
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  const torch::Tensor ta = torch::tensor(a, torch::kDouble), tb = torch::tensor(b, torch::kDouble);
-  if (!torch::isfinite(ta).all().item<bool>()) return std::numeric_limits<double>::infinity();  // diverged
-  return ((ta - tb).abs().max() / tb.abs().max()).item<double>();
-}
-
 lab::Report run(const lab::Context& ctx) {
   lab::Report r("data-parallel", "Sharded gradients need a global inf verdict; DDP has one by construction");
   const bool in_job = !env("RANK").empty();
@@ -247,11 +182,11 @@ lab::Report run(const lab::Context& ctx) {
   c10::intrusive_ptr<c10d::Store> store;
   if (in_job) {  // one rank of a job: rank 0 hosts the store, unless torchrun's agent already does
     const bool server = job.rank == 0 && env("TORCHELASTIC_USE_AGENT_STORE") != "True";
-    store = connect(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), server);
+    store = lab::connect_store(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), server);
     run_rank(job, store);
   } else {  // port 0: the store binds a free port, which the ranks are told
-    store = connect("127.0.0.1", 0, /*server=*/true);
-    spawn_ranks(static_cast<c10d::TCPStore&>(*store).getPort(), ctx, job.world);
+    store = lab::connect_store("127.0.0.1", 0, /*server=*/true);
+    spawn_ranks(lab::store_port(*store), ctx, job.world);
   }
   r.note(fmt::format("{} ranks, c10d Gloo on CPU tensors, {}; fp16 autocast + amp::GradScaler (init 2^16, grows every {} steps), SGD",
                      job.world, in_job ? fmt::format("this is rank {} of a job at {}:{}", job.rank, env("MASTER_ADDR"), env("MASTER_PORT"))
@@ -264,11 +199,8 @@ lab::Report run(const lab::Context& ctx) {
   RunResult res[3];
   Summary sum[3];
   for (int i = 0; i < 3; ++i) sum[i] = summarize(res[i] = fetch(*store, kRuns[i], job.world));
-  if (in_job) {  // rank 0's store must outlive every rank's reads
-    store->add("amp-lab/dp/read", 1);
-    if (job.rank == 0) while (store->add("amp-lab/dp/read", 0) < job.world) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const double drift[3] = {0, max_rel_diff(res[1].weights[0], res[0].weights[0]), max_rel_diff(res[2].weights[0], res[0].weights[0])};
+  if (in_job) lab::store_barrier(*store, "amp-lab/dp/read", job.rank, job.world);  // rank 0's store outlives the reads
+  const double drift[3] = {0, lab::max_rel_diff(res[1].weights[0], res[0].weights[0]), lab::max_rel_diff(res[2].weights[0], res[0].weights[0])};
   auto& t = r.table("the three runs", {"run", "steps with an inf", "skipped", "ranks disagree", "final scales per rank", "replicas equal", "max |w - w_ddp| / max |w_ddp|"});
   for (int i = 0; i < 3; ++i) {
     std::string scales;
@@ -302,7 +234,7 @@ lab::Report run(const lab::Context& ctx) {
   int code = 0;
   try {
     const Job job = job_from_env();
-    run_rank(job, connect(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), /*server=*/false));
+    run_rank(job, lab::connect_store(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), /*server=*/false));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %s: %s\n", env("RANK").c_str(), lab::one_line(e).c_str());
     code = 3;

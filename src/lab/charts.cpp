@@ -62,4 +62,10 @@ Chart sparkline(std::string title, const std::vector<double>& values, bool log2_
   return chart;
 }
 
+Thinned every_kth(const std::vector<double>& values, size_t max_points) {
+  Thinned t{{}, std::max<size_t>(1, (values.size() + max_points - 1) / max_points)};
+  for (size_t i = 0; i < values.size(); i += t.every) t.values.push_back(values[i]);
+  return t;
+}
+
 }  // namespace lab

@@ -23,4 +23,11 @@ Chart log2_histogram(std::string title, const torch::Tensor& values, int lo, int
 // One glyph per value, ▁ (lowest) to █ (highest); log2 scale suits a loss scale.
 Chart sparkline(std::string title, const std::vector<double>& values, bool log2_scale = false);
 
+// At most `max_points` of `values` for a chart of that width: every k-th one, from the first.
+struct Thinned {
+  std::vector<double> values;
+  size_t every;  // k
+};
+Thinned every_kth(const std::vector<double>& values, size_t max_points);
+
 }  // namespace lab

@@ -14,4 +14,10 @@ std::string short_name(torch::ScalarType dtype) {
   }
 }
 
+std::string short_names(const std::vector<torch::Tensor>& tensors) {
+  std::string s;
+  for (const auto& t : tensors) s += (s.empty() ? "" : ", ") + short_name(t.scalar_type());
+  return s;
+}
+
 }  // namespace lab

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <torch/types.h>
 
@@ -29,5 +30,11 @@ struct Context {
 
 // "fp16", "bf16", "fp32", "fp64": the short names the labs print.
 std::string short_name(torch::ScalarType dtype);
+
+// "fp16, fp32": the short names of the tensors' dtypes, in order.
+std::string short_names(const std::vector<torch::Tensor>& tensors);
+
+// fp16 or bf16.
+inline bool is_16bit(torch::ScalarType dtype) { return dtype == torch::kHalf || dtype == torch::kBFloat16; }
 
 }  // namespace lab

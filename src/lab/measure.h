@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <torch/nn/module.h>
 #include <torch/types.h>
 
 #include "lab/context.h"
@@ -30,5 +31,48 @@ int64_t tensor_bytes(const std::vector<torch::Tensor>& tensors);
 // The most bytes the device's caching allocator held while `fn` ran, above what it held before.
 // nullopt on the CPU, whose allocator keeps no statistics (`fn` still runs).
 std::optional<int64_t> peak_device_bytes(torch::Device device, const std::function<void()>& fn);
+
+// max |y - ref| / max |ref|, measured in float64 (ref the float64 reference).
+double max_rel_error(const torch::Tensor& y, const torch::Tensor& ref);
+
+// max |a - b| / max |b| in float64 (b the reference); infinity when `a` is not finite (a diverged run).
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b);
+
+// Whether the two modules' parameters are bitwise equal, pairwise in order; raises *max_diff to the largest
+// |a - b| seen.
+bool parameters_equal(const torch::nn::Module& a, const torch::nn::Module& b, double* max_diff);
+
+// A fresh path in the temporary directory, "<stem>_<pid><ext>", so concurrent runs do not collide.
+std::string scratch_path(const std::string& stem, const std::string& ext);
+
+// The gradients of `params` (undefined where a parameter has none), for counting their bytes.
+std::vector<torch::Tensor> grads(const std::vector<torch::Tensor>& params);
+
+// Adam's state after one step on `params` (exp_avg and exp_avg_sq per parameter), in bytes.
+int64_t adam_state_bytes(const std::vector<torch::Tensor>& params, double learning_rate);
+
+// A byte count as a table cell in MB (3 significant digits); "-" for none or zero.
+std::string mb_cell(std::optional<int64_t> bytes);
+
+// flop floating-point operations in `ms` milliseconds, in units of `unit` FLOP/s.
+inline double flop_rate(double flop, double ms, double unit) { return flop / (ms * 1e-3) / unit; }
+
+// n x n x n matmuls of seeded-random inputs stored in `in`, multiplied in `compute` (converted there and
+// back when the two differ), in `unit` FLOP/s: median_ms of `reps` runs after `warmup`. The inputs are
+// made before the clock starts.
+double matmul_rate(const Context& ctx, int64_t n, torch::ScalarType in, torch::ScalarType compute, int warmup,
+                   int reps, double unit);
+
+// "CPU timings on 1 of 8 cores": the threads LibTorch uses against the machine's cores.
+std::string cpu_threads_note();
+
+// Restores cuBLAS's TF32 switch however the scope is left.
+struct KeepTf32 {
+  KeepTf32();
+  ~KeepTf32();
+  KeepTf32(const KeepTf32&) = delete;
+  KeepTf32& operator=(const KeepTf32&) = delete;
+  bool before;
+};
 
 }  // namespace lab

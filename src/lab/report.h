@@ -121,5 +121,6 @@ class Report {
 std::string percent(double share, int decimals = 1);  // share in [0,1] -> "12.5%"
 std::string sci(double value, int digits = 3);        // "3.05e-05"
 std::string num(double value, int digits = 4);        // {:.4g}
+std::string count_of(long long k, long long n);       // "3 of 21"
 
 }  // namespace lab

@@ -181,5 +181,6 @@ size_t invalid_utf8_at(std::string_view s) {
 std::string percent(double share, int decimals) { return fmt::format("{:.{}f}%", share * 100.0, decimals); }
 std::string sci(double value, int digits) { return fmt::format("{:.{}e}", value, std::max(0, digits - 1)); }
 std::string num(double value, int digits) { return fmt::format("{:.{}g}", value, digits); }
+std::string count_of(long long k, long long n) { return fmt::format("{} of {}", k, n); }
 
 }  // namespace lab
