@@ -94,10 +94,10 @@ int cmd_quiz(int argc, const char* const* argv) {
   }
   if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz file = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
-  const runner::Quiz quiz = track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id);
   runner::WalkOptions walk;
-  walk.ctx = lab::context_from(args, &walk.device_notice);
   walk.track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
+  const runner::Quiz quiz = track_of(file, walk.track);
+  walk.ctx = lab::context_from(args, &walk.device_notice);
   if (args.count("only")) walk.only = lab::parse_question_list(args["only"].as<std::string>(), track_numbers(quiz));
   if (args.count("answers")) {
     walk.answers = args["answers"].as<std::string>();

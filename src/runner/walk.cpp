@@ -127,6 +127,20 @@ void print_explanation(const Answered& a, std::ostream& out, const lab::Style& s
         << "\n";
 }
 
+// One line typed at a prompt, without surrounding blanks; nullopt at end of input or on a signal (the
+// reason goes to stop_reason).
+std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::string* stop_reason) {
+  std::string line;
+  if (!std::getline(in, line)) {
+    *stop_reason = g_interrupted ? signal_reason() : "end of input";
+    out << "\n";
+    return std::nullopt;
+  }
+  const auto first = line.find_first_not_of(" \t\r");
+  const auto last = line.find_last_not_of(" \t\r");
+  return first == std::string::npos ? "" : line.substr(first, last - first + 1);
+}
+
 // Reads one answer. Returns the option index, -1 for skip, or nullopt to stop (q, EOF, Ctrl-C).
 std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, const lab::Style& style,
                        std::string* stop_reason) {
@@ -134,15 +148,9 @@ std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, c
   const int n = static_cast<int>(q.options.size());
   for (;;) {
     out << fmt::format("Your answer [a-{}; s skip, h hint, q quit]: ", letter(n - 1)) << std::flush;
-    std::string line;
-    if (!std::getline(in, line)) {
-      *stop_reason = g_interrupted ? signal_reason() : "end of input";
-      out << "\n";
-      return std::nullopt;
-    }
-    const auto first = line.find_first_not_of(" \t\r");
-    const auto last = line.find_last_not_of(" \t\r");
-    const std::string word = first == std::string::npos ? "" : line.substr(first, last - first + 1);
+    const std::optional<std::string> reply = read_reply(in, out, stop_reason);
+    if (!reply) return std::nullopt;
+    const std::string& word = *reply;
     if (word.size() == 1) {
       const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(word[0])));
       if (c >= 'a' && c < 'a' + n) return c - 'a';
@@ -165,14 +173,9 @@ std::optional<int> ask(const Answered& a, std::istream& in, std::ostream& out, c
 // to stop the walk (q, EOF, Ctrl-C).
 bool pause(std::istream& in, std::ostream& out, const lab::Style& style, std::string* stop_reason) {
   out << "\n" << style.dim("Enter: next lab, q: quit ") << std::flush;
-  std::string line;
-  if (!std::getline(in, line)) {
-    *stop_reason = g_interrupted ? signal_reason() : "end of input";
-    out << "\n";
-    return false;
-  }
-  const auto first = line.find_first_not_of(" \t\r");
-  if (first != std::string::npos && std::tolower(static_cast<unsigned char>(line[first])) == 'q') {
+  const std::optional<std::string> reply = read_reply(in, out, stop_reason);
+  if (!reply) return false;
+  if (!reply->empty() && std::tolower(static_cast<unsigned char>(reply->front())) == 'q') {
     *stop_reason = "quit";
     return false;
   }
