@@ -247,8 +247,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates",
-                 /*heading=*/"Tiny updates added to weights stored in 16 bits and in FP32", run,
-                 /*provides=*/{"w_after_fp32", "w_after_16bit", "spacing_at_1", "tie_from_even", "tie_from_odd",
-                               "lost_at_rule", "lost_between", "lost_below_rule", "updates_below_bound", "updates_above_bound",
-                               "lost_share_16bit", "lost_share_master", "final_loss_fp32", "loss_ratio_16bit", "loss_ratio_master"});
+AMP_LAB_RUN(run);

@@ -141,7 +141,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("loss-scaling", /*question=*/2, "Loss scaling rescues fp16 gradients from underflow",
-                 /*heading=*/"Small fp16 gradients, with and without a loss scale", run,
-                 /*provides=*/{"underflow_share_unscaled", "underflow_share_fixed", "underflow_share_scaler",
-                               "skipped_steps", "final_loss_fp32", "loss_ratio_unscaled", "loss_ratio_scaler"});
+AMP_LAB_RUN(run);

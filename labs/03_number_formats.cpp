@@ -176,9 +176,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("number-formats", /*question=*/3, "bf16 vs fp16: range versus precision",
-                 /*heading=*/"bf16 and fp16 side by side: limits, layouts and round trips", run,
-                 /*provides=*/{"fp16_max", "bf16_max", "fp16_min_subnormal", "bf16_min_normal", "fp16_mantissa_bits",
-                               "bf16_mantissa_bits", "bf16_exponent_bits", "bf16_top_half_share", "bf16_epsilon",
-                               "big_as_bf16", "tiny_as_bf16", "half_sub_as_fp16", "above_half_sub_as_fp16",
-                               "one_plus_as_fp16"});
+AMP_LAB_RUN(run);

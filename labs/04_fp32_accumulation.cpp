@@ -220,8 +220,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("fp32-accumulation", /*question=*/4, "FP32 accumulation vs FP16 accumulation",
-                 /*heading=*/"Long sums of fp16 products, accumulated four ways", run,
-                 /*provides=*/{"k_max", "err_fp16_acc_kmin", "err_fp16_acc_kmax", "err_blocked_kmax", "err_fp32_acc_kmax",
-                               "err_matmul_kmax",
-                               "fp16_acc_penalty_kmax", "fp16_sum_share_kmax", "stall_sum_fp16", "stall_sum_fp32"});
+AMP_LAB_RUN(run);

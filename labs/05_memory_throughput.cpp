@@ -237,11 +237,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("memory-throughput", /*question=*/5, "Memory and throughput of 16-bit training",
-                 /*heading=*/"Bytes and speed of fp32 and 16-bit training steps", run,
-                 /*provides=*/{"weight_bytes_ratio", "activation_bytes_ratio", "master_bytes_per_param",
-                               "adam_bytes_per_param", "grad_bytes_per_param_autocast", "state_bytes_per_param_16bit",
-                               "state_bytes_per_param_fp32", "autocast_total_ratio", "autocast_breakeven_batch",
-                               "output_error_ratio", "mlp_bf16_vs_fp32", "mlp_fp16_vs_fp32", "mlp_16bit_vs_fp32",
-                               "matmul_16bit_vs_fp32", "matmul_bf16_vs_fp32", "matmul_fp16_vs_fp32", "matmul_bf16_via_fp32_vs_fp32",
-                               "matmul_fp16_via_fp32_vs_fp32", "hardware_16bit"});
+AMP_LAB_RUN(run);

@@ -260,8 +260,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("amp-api", /*question=*/6, "torch.amp in C++: one training step for fp32, bf16 and fp16",
-                 /*heading=*/"One training step in fp32, bf16 and fp16, with a checkpoint halfway", run,
-                 /*provides=*/{"initial_loss", "final_loss_fp32", "loss_spread", "skipped_steps_fp16",
-                               "scale_at_checkpoint", "final_scale_fp16", "resumed_identical",
-                               "second_unscale_refused"});
+AMP_LAB_RUN(run);

@@ -131,9 +131,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("bf16-scaling", /*question=*/7, "bf16 needs less loss scaling than fp16",
-                 /*heading=*/"The same small gradients in fp16 and in bf16, without a scaler", run,
-                 /*provides=*/{"median_grad", "underflow_share_fp16", "underflow_share_bf16", "underflow_share_fp16_backward",
-                               "underflow_share_bf16_backward", "final_loss_fp16_scaler",
-                               "loss_ratio_fp32", "loss_ratio_bf16", "loss_ratio_fp16_unscaled", "rel_error_fp16",
-                               "rel_error_bf16", "rel_error_ratio"});
+AMP_LAB_RUN(run);

@@ -246,7 +246,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("autocast-policy", /*question=*/8, "What autocast does: a dtype per op",
-                 /*heading=*/"Twenty-one ops under autocast and without it: the dtype each one returns", run,
-                 /*provides=*/{"policy_matches", "ops_fp32_or_wider", "ops_changed", "autocast_rel_err", "fp32_rel_err",
-                               "bitwise_differ_share"});
+AMP_LAB_RUN(run);

@@ -189,9 +189,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("gradient-accumulation", /*question=*/9,
-                 "Accumulate scaled gradients over micro-batches; unscale, step and update once per batch",
-                 /*heading=*/"Four micro-batches against one batch, with a GradScaler whose scale moves", run,
-                 /*provides=*/{"micro_batches", "accum_vs_whole_fp32", "accum_vs_whole_fp16", "whole_error_fp16",
-                               "scale_changes_mid_batch", "scale_changes_at_boundaries", "skipped_steps",
-                               "final_scale"});
+AMP_LAB_RUN(run);

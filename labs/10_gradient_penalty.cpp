@@ -164,8 +164,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("gradient-penalty", /*question=*/10,
-                 "Unscale the gradients by hand before a gradient penalty under autocast",
-                 /*heading=*/"A gradient-norm penalty computed from autograd::grad of a scaled loss", run,
-                 /*provides=*/{"penalty_ref", "penalty_ratio", "penalty_ratio_scaled_grads", "init_scale",
-                               "loss_ratio_fp16", "skipped_steps", "trained"});
+AMP_LAB_RUN(run);

@@ -162,9 +162,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("multiple-optimizers", /*question=*/11,
-                 "One GradScaler for several models and optimizers: a step each, one update",
-                 /*heading=*/"Two models, two losses, two optimizers, and an inf in one model's gradients", run,
-                 /*provides=*/{"inject_step", "skipped_opt0", "skipped_opt1", "backoffs", "scale_before",
-                               "scale_after", "final_scale_ratio", "grad_error_after_m1", "grad_error_after_m0",
-                               "second_update_refused"});
+AMP_LAB_RUN(run);

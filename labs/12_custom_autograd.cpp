@@ -180,8 +180,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("custom-autograd", /*question=*/12,
-                 "Guard custom autograd functions: cast_inputs for fp32 math, the forward's autocast for backward",
-                 /*heading=*/"Two hand-written autograd functions under fp16 autocast, with and without guards", run,
-                 /*provides=*/{"largest_activation", "plain_non_finite", "plain_grad_error", "guarded_output_error",
-                               "guarded_grad_error", "fp32_output_error", "mixed_backward_refused", "mixed_grad_error"});
+AMP_LAB_RUN(run);

@@ -245,6 +245,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("data-parallel", /*question=*/13, "Sharded gradients need a global inf verdict; DDP has one by construction",
-                 /*heading=*/"Ranks training one fp16 model: DDP-style and with sharded gradients, with and without an all-reduced found_inf",
-                 run, /*provides=*/{"ddp_skipped", "local_disagree_steps", "local_drift", "global_disagree_steps", "global_drift"});
+AMP_LAB_RUN(run);

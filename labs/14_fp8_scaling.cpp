@@ -212,7 +212,4 @@ lab::Report run(const lab::Context& ctx) {
 
 }  // namespace
 
-AMP_LAB_REGISTER("fp8-scaling", /*question=*/14, "FP8 training needs a scale per tensor",
-                 /*heading=*/"An MLP's tensors and its training in E4M3/E5M2, with and without scales", run,
-                 /*provides=*/{"grad_flushed_unscaled", "grad_flushed_scaled", "overflow_unscaled", "final_loss_bf16",
-                               "loss_ratio_fp32", "loss_ratio_fp8_unscaled", "loss_ratio_fp8_current", "loss_ratio_fp8_delayed"});
+AMP_LAB_RUN(run);

@@ -111,6 +111,10 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
 }
 
 int lab_main(int argc, char** argv) {
+  if (!registration_errors().empty()) {
+    std::fprintf(stderr, "error: %s\n", registration_errors().front().c_str());
+    return kExitLabError;
+  }
   if (labs().size() != 1) {
     std::fprintf(stderr, "error: this executable should hold exactly one lab, it holds %zu\n", labs().size());
     return kExitLabError;
