@@ -11,6 +11,8 @@
 
 namespace lab {
 
+class Report;
+
 struct LabDecl {
   int number = 0;       // the quiz question it backs, and the file's two-digit prefix
   std::string id;       // "amp-api": `amp-lab run amp-api`, quiz.yaml's `lab: amp-api`
@@ -37,5 +39,9 @@ const LabDecl* find_decl(std::string_view name);
 // The lab whose id or stem is closest to `name` (edit distance), for "did you mean ...?"; nullptr when
 // nothing is close.
 const LabDecl* closest_decl(std::string_view name);
+
+// Where a report and its lab's declaration disagree (an undeclared or missing observation, checks other
+// than the declared ones or in another order), one sentence each; empty when they agree.
+std::vector<std::string> declaration_mismatches(const LabDecl& decl, const Report& report);
 
 }  // namespace lab

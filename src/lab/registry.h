@@ -57,10 +57,6 @@ LabFn make_lab_fn(Measure measure, ReportFn report) {
 // undeclared): a mismatch throws std::logic_error.
 Report run_lab(const LabInfo& info, const Context& ctx);
 
-// The keys the report and the declaration disagree on, as one sentence per disagreement; empty when
-// they agree.
-std::vector<std::string> declaration_mismatches(const LabDecl& decl, const Report& report);
-
 }  // namespace lab
 
 #define AMP_LAB_CONCAT_(a, b) a##b
