@@ -616,3 +616,61 @@ TEST_CASE("update(new_scale) sets the scale and leaves the tracker alone") {
   CHECK(scaler.get_scale() == 3.0);
   CHECK(scaler.state_dict().growth_tracker == 1);
 }
+
+TEST_CASE("step(o0), update(), step(o1), update() in one iteration is accepted, and after a back-off optimizer 1 applies gradients 2.0x too large") {
+  // Python accepts this pattern (update() refuses only when no unscale_/step came since the last one):
+  // the scale backs off between the two steps, so optimizer 1's gradients, scaled by the old scale, are
+  // unscaled by the new one. Measured against the one-update pattern from the same weights and data.
+  auto applied_grads = [](bool update_between) {
+    Problem p0(1), p1(2);
+    amp::GradScaler scaler(kCpu, {.init_scale = 1024.0, .growth_interval = 100});
+    p0.opt.zero_grad();
+    p1.opt.zero_grad();
+    auto losses = scaler.scale(std::vector<torch::Tensor>{p0.loss(), p1.loss()});
+    (losses[0] + losses[1]).backward();
+    p0.model->parameters()[0].mutable_grad().view(-1)[0] = kInf;
+    const bool stepped0 = scaler.step(p0.opt);
+    if (update_between) scaler.update();
+    const double scale_between = scaler.get_scale();
+    const bool stepped1 = scaler.step(p1.opt);
+    scaler.update();
+    std::vector<torch::Tensor> grads;
+    for (const auto& w : p1.model->parameters()) grads.push_back(w.grad().flatten());
+    return std::make_tuple(stepped0, stepped1, scale_between, scaler.get_scale(), torch::cat(grads));
+  };
+  const auto [once_stepped0, once_stepped1, once_between, once_scale, once_grads] = applied_grads(false);
+  const auto [twice_stepped0, twice_stepped1, twice_between, twice_scale, twice_grads] = applied_grads(true);
+  REQUIRE_FALSE(once_stepped0);
+  REQUIRE(once_stepped1);
+  CHECK(once_between == 1024.0);  // one update per iteration: the scale stays put until the end
+  CHECK(once_scale == 512.0);
+  CHECK_FALSE(twice_stepped0);
+  CHECK(twice_stepped1);           // no error, and optimizer 1 steps
+  CHECK(twice_between == 512.0);   // backed off before optimizer 1 was unscaled
+  CHECK(twice_scale == 512.0);     // optimizer 1's clean step does not back off again
+  REQUIRE(torch::all(once_grads != 0).item<bool>());
+  const torch::Tensor ratio = twice_grads / once_grads;
+  CHECK(ratio.min().item<double>() == doctest::Approx(2.0));  // 1024 / 512: every gradient 2.0x too large
+  CHECK(ratio.max().item<double>() == doctest::Approx(2.0));
+}
+
+TEST_CASE("with two update() calls per iteration the growth tracker counts two clean steps per iteration") {
+  Problem p0(1), p1(2);
+  amp::GradScaler scaler(kCpu, {.init_scale = 1024.0, .growth_interval = 4});
+  for (int iteration = 1; iteration <= 2; ++iteration) {
+    CAPTURE(iteration);
+    p0.opt.zero_grad();
+    p1.opt.zero_grad();
+    auto losses = scaler.scale(std::vector<torch::Tensor>{p0.loss(), p1.loss()});
+    (losses[0] + losses[1]).backward();
+    REQUIRE(scaler.step(p0.opt));
+    scaler.update();
+    REQUIRE(scaler.step(p1.opt));
+    scaler.update();
+    if (iteration == 1) CHECK(scaler.state_dict().growth_tracker == 2);
+  }
+  // growth_interval 4 is reached after two iterations, not four: the scale grew and the tracker restarted.
+  CHECK(scaler.get_scale() == 2048.0);
+  CHECK(scaler.state_dict().growth_tracker == 0);
+  CHECK_THROWS_WITH_AS(scaler.update(), "No inf checks were recorded prior to update.", amp::GradScalerError);
+}
