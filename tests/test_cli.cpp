@@ -4,13 +4,17 @@
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -565,3 +569,78 @@ TEST_CASE("at a terminal, q at the pause ends the walk with its summary") {
   t.wait_exit();
   CHECK(t.screen().find("Q8.") == std::string::npos);
 }
+
+namespace {
+
+// A fresh folder under the temporary directory, removed with its contents at the end.
+struct Folder {
+  fs::path path;
+  explicit Folder(const std::string& stem) {
+    std::string tmpl = (fs::temp_directory_path() / (stem + "_XXXXXX")).string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~Folder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
+// A folder on its own 8 KB tmpfs: a disk that is full once a checkpoint is written to it. Mounting needs
+// CAP_SYS_ADMIN (root here); why_not says why there is none.
+struct FullDisk {
+  Folder folder{"amp_lab_cli_tmpfs"};
+  bool mounted = false;
+  std::string why_not;
+  FullDisk() {
+    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0) mounted = true;
+    else why_not = std::string("cannot mount a tmpfs here (") + std::strerror(errno) + ")";
+  }
+  ~FullDisk() {
+    if (mounted) ::umount2(folder.path.c_str(), MNT_DETACH);
+  }
+};
+
+// Runs lab 06 in quick mode through bash with `prefix` before it (environment, ulimit), stdout discarded.
+Result lab06(const std::string& prefix) {
+  const fs::path err = scratch("lab06_" + std::to_string(::getpid()) + ".err");
+  const int code = sh(prefix + " NO_COLOR=1 exec \"" AMP_LAB_BINARY_DIR "/bin/lab06_amp_api\" --quick > /dev/null 2> " +
+                      err.string());
+  Result r{code, "", slurp(err)};
+  fs::remove(err);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a full disk under lab 06's checkpoint ends the lab with exit 3 and one line naming the cause") {
+  FullDisk full;
+  if (!full.mounted) {
+    std::cout << "SKIPPED: " << full.why_not << "; the file-size-limit test covers the same path\n";
+    return;
+  }
+  const auto r = lab06("TMPDIR=" + full.folder.path.string());
+  CHECK(r.code == 3);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + full.folder.path.string() + "/"));
+  CHECK(has(r.err, ": No space left on device\n"));
+  CHECK_FALSE(has(r.err, "frame #"));
+  CHECK(full.folder.entries().empty());  // no checkpoint, no temporary file, no scratch folder
+}
+
+TEST_CASE("a file-size limit under lab 06's checkpoint also ends it with exit 3 and one line") {
+  // ulimit -f needs no privilege; with SIGXFSZ ignored the write fails with EFBIG instead of killing the lab.
+  Folder tmp("amp_lab_cli_fsize");
+  const auto r = lab06("ulimit -f 16; trap \"\" XFSZ; TMPDIR=" + tmp.path.string());
+  CHECK(r.code == 3);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + tmp.path.string() + "/"));
+  CHECK(has(r.err, ": File too large\n"));
+  CHECK(tmp.entries().empty());
+}
+
