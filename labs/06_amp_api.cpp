@@ -153,7 +153,7 @@ lab::Report run(const lab::Context& ctx) {
   }
   const int64_t steps = ctx.size(200, 600, 80), half = steps / 2;
   const double initial = loss64(start, d);
-  const std::string ckpt = lab::scratch_path("amp_lab_06", ".pt");
+  const lab::ScratchFile ckpt("amp_lab_06", ".pt");
 
   r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}", steps,
                         kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, half));
