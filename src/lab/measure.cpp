@@ -201,7 +201,7 @@ int scratch_signal_index(int signo) {
   return -1;
 }
 
-extern "C" void on_scratch_signal(int signo, siginfo_t* info, void* context) {
+void on_scratch_signal(int signo, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   const int i = scratch_signal_index(signo);
   const struct sigaction& before = g_scratch_previous[i];
@@ -238,6 +238,8 @@ void install_scratch_handlers() {
     struct sigaction current {};
     if (::sigaction(kScratchSignals[i], nullptr, &current) != 0) continue;
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;
+    // Never chain to ourselves (a handler that was not restored because the first sigaction failed).
+    if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_scratch_signal) continue;
     g_scratch_previous[i] = current;
     struct sigaction ours {};
     ours.sa_sigaction = on_scratch_signal;
