@@ -208,7 +208,7 @@ Result measure(const lab::Context& ctx) {
     d.y = teacher->forward(d.x).argmax(/*dim=*/1);
   }
   m.initial_loss = loss64(start, d);
-  const std::string ckpt = lab::scratch_path("amp_lab_06", ".pt");
+  const lab::ScratchFile ckpt("amp_lab_06", ".pt");  // in a private folder, removed however the lab ends
   // fp16 first, so that an fp32 run can then skip the very steps fp16's scaler skipped: like for like.
   const RunResult fp16 = run_precision({"fp16", torch::kHalf}, start, d, m.steps, ckpt, ctx.flip, m);
   {
