@@ -33,14 +33,14 @@ namespace {
 namespace F = torch::nn::functional;
 
 constexpr int64_t kIn = 32, kHidden = 128, kClasses = 10;  // MLP widths; labels from a random teacher MLP
-constexpr int64_t kSamples = 2048;       // fixed training set, walked in order
-constexpr int64_t kBatch = 64;           // minibatch size
-constexpr double kLr = 1e-3;             // AdamW learning rate
-constexpr double kWeightDecay = 0.01;    // AdamW weight decay
-constexpr double kClipNorm = 1.0;        // clip_grad_norm_ threshold, on unscaled gradients
-constexpr int64_t kGrowthInterval = 10;  // fp16 scaler grows after 10 clean steps, so its state keeps changing
+constexpr int64_t kSamples = 2048;                         // fixed training set, walked in order
+constexpr int64_t kBatch = 64;                             // minibatch size
+constexpr double kLr = 1e-3;                               // AdamW learning rate
+constexpr double kWeightDecay = 0.01;                      // AdamW weight decay
+constexpr double kClipNorm = 1.0;                          // clip_grad_norm_ threshold, on unscaled gradients
+constexpr int64_t kGrowthInterval = 10;  // the scale doubles after 10 clean steps (PyTorch: 2000)
 constexpr double kTrained = 0.7;         // "trained": final loss below 0.7x the initial one
-constexpr double kSameTol = 0.01;        // a 16-bit run within 1% of fp32 given the same applied steps
+constexpr double kSameTol = 0.01;        // 16-bit within 1% of fp32, same steps applied
 
 // ---- The AMP code ------------------------------------------------------------------------------------
 
@@ -60,10 +60,10 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
     loss = F::cross_entropy(model->forward(x), y);  // the Linears run in 16 bits, cross_entropy in fp32
   }
   scaler.scale(loss).backward();  // backward outside autocast; scale() multiplies by the loss scale
-  scaler.unscale_(opt);           // gradients back to their true size, so the clip threshold means what it says
+  scaler.unscale_(opt);           // true-size gradients, so the clip threshold means what it says
   torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
-  const bool stepped = scaler.step(opt);  // skips the step if unscale_ found inf/NaN: the step's one host sync
-  scaler.update();                        // fp16: halve the scale after an overflow, double it after 10 clean steps
+  const bool stepped = scaler.step(opt);  // skipped if unscale_ found inf/NaN (the step's one host sync)
+  scaler.update();  // fp16: halve the scale after an overflow, grow it after clean steps
   return stepped;
 }
 
@@ -87,18 +87,18 @@ struct Precision {
 struct RunResult {
   std::string name;
   bool autocast = false, scaler = false;
-  double final_loss = 0;     // float64 evaluation on the whole training set
-  int skipped = 0;           // steps the scaler skipped
-  double final_scale = 1;    // the scaler's scale at the end (1: disabled)
+  double final_loss = 0;   // float64 evaluation on the whole training set
+  int skipped = 0;         // steps the scaler skipped
+  double final_scale = 1;  // the scaler's scale at the end (1: disabled)
   bool resumed_equal = false;
-  double resumed_diff = 0;   // max |resumed - uninterrupted| over the parameters
+  double resumed_diff = 0;  // max |resumed - uninterrupted| over the parameters
 };
 
 struct Result {
   lab::Context ctx;
   int64_t steps = 0;
   double initial_loss = 0;
-  std::vector<RunResult> runs;  // fp32 first
+  std::vector<RunResult> runs;      // fp32 first
   std::vector<double> fp16_scales;  // the fp16 scale after each step
   std::vector<bool> fp16_stepped;   // whether fp16's optimizer stepped, per step
   double scale_at_checkpoint = 0;
@@ -113,8 +113,9 @@ struct Data {
 };
 
 torch::nn::Sequential make_mlp() {
-  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::ReLU(), torch::nn::Linear(kHidden, kHidden),
-                               torch::nn::ReLU(), torch::nn::Linear(kHidden, kClasses));
+  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::ReLU(),
+                               torch::nn::Linear(kHidden, kHidden), torch::nn::ReLU(),
+                               torch::nn::Linear(kHidden, kClasses));
 }
 
 torch::nn::Sequential copy_of(const torch::nn::Sequential& m) {
@@ -216,7 +217,8 @@ Result measure(const lab::Context& ctx) {
     auto opt = make_opt(f);
     auto scaler = make_scaler(ctx.device, torch::kFloat);
     for (int64_t s = 0; s < m.steps; ++s)
-      if (m.fp16_stepped[static_cast<size_t>(s)]) train_step(f, opt, scaler, torch::kFloat, d.batch_x(s), d.batch_y(s));
+      if (m.fp16_stepped[static_cast<size_t>(s)])
+        train_step(f, opt, scaler, torch::kFloat, d.batch_x(s), d.batch_y(s));
     m.fp32_same_skips = loss64(f, d);
   }
   m.runs.push_back(run_precision({"fp32", torch::kFloat}, start, d, m.steps, ckpt, ctx.flip, m));
@@ -229,14 +231,20 @@ Result measure(const lab::Context& ctx) {
 
 // ---- report ------------------------------------------------------------------------------------------
 
-double gap(double a, double b) { return std::abs(a / b - 1.0); }
+double gap(double a, double b) {
+  return std::abs(a / b - 1.0);
+}
 
 void report(const Result& m, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
   if (m.ctx.flip) r.note("FLIP: the resumed runs load model and optimizer, but start with a fresh scaler");
-  r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}", m.steps,
-                        kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, m.steps / 2));
+  r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}",
+                        m.steps, kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, m.steps / 2));
+  r.note(
+      fmt::format("fp16's loss scale starts at 2^16 and doubles after {} clean steps (PyTorch's default is "
+                  "2000), so it keeps reaching overflow",
+                  kGrowthInterval));
   auto& t = r.table("", {"run", "final loss", "vs fp32", "steps applied", "resumed == uninterrupted"});
   double worst = 0;
   int identical = 0;
@@ -251,14 +259,16 @@ void report(const Result& m, lab::Report& r) {
   r.observe("initial_loss", "initial loss (fp64)", m.initial_loss, "", lab::sci(m.initial_loss));
   r.observe("final_loss_fp32", "final loss fp32 (fp64 eval)", fp32.final_loss, "", lab::sci(fp32.final_loss));
   r.observe("loss_spread", "largest gap of a 16-bit run's final loss to fp32's", worst * 100, "%");
-  r.observe("fp16_gap_same_skips", "fp16 against fp32 skipping the same steps", fp16_like_for_like * 100, "%");
+  r.observe("fp16_gap_same_skips", "fp16 against fp32 skipping the same steps", fp16_like_for_like * 100,
+            "%");
   r.observe("skipped_steps_fp16", "fp16 steps skipped (inf/NaN gradients)", fp16.skipped);
   r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
             fmt::format("{} of {}", identical, m.runs.size()));
   r.observe("fp16_resumed_identical", "fp16 resume bitwise identical (1 = yes)", fp16.resumed_equal);
   const auto [sampled, every] = lab::every_kth(m.fp16_scales, /*max_points=*/60);
-  r.chart(lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every),
-                         sampled, /*log2_scale=*/true));
+  r.chart(
+      lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every),
+                     sampled, /*log2_scale=*/true));
 
   r.detail_section("The step in Python and in C++");
   r.table("", {"Python (torch.amp)", "C++ (amp-lab)"})
@@ -271,31 +281,38 @@ void report(const Result& m, lab::Report& r) {
   r.observe("scale_at_checkpoint", "fp16 scale saved in the checkpoint", m.scale_at_checkpoint);
   r.observe("final_scale_fp16", "fp16 final scale", fp16.final_scale);
   const bool refused = m.second_unscale_error.find("already been called") != std::string::npos;
-  r.observe("second_unscale_refused", "a second unscale_ before update() raises, as Python's does (1 = yes)", refused);
+  r.observe("second_unscale_refused", "a second unscale_ before update() raises, as Python's does (1 = yes)",
+            refused);
   r.note("amp::GradScalerError: " + (m.second_unscale_error.empty() ? "(none)" : m.second_unscale_error));
-  r.takeaway("torch.cuda.amp.autocast(...) and torch.cuda.amp.GradScaler() are the old, CUDA-only names: they "
-             "print a FutureWarning since PyTorch 2.4 and point to torch.amp.autocast(\"cuda\") and "
-             "torch.amp.GradScaler(\"cuda\")");
+  r.takeaway(
+      "torch.cuda.amp.autocast(...) and torch.cuda.amp.GradScaler() are the old, CUDA-only names: they "
+      "print a FutureWarning since PyTorch 2.4 and point to torch.amp.autocast(\"cuda\") and "
+      "torch.amp.GradScaler(\"cuda\")");
 
   bool trained = true;
   for (const RunResult& run : m.runs) trained = trained && run.final_loss < kTrained * m.initial_loss;
   const double bf16_gap = m.runs.size() == 3 ? gap(m.runs[1].final_loss, fp32.final_loss) : 0.0;
-  r.check("every-precision-trains", fmt::format("every precision trains: final loss below {}x the initial", kTrained),
+  r.check("every-precision-trains",
+          fmt::format("every precision trains: final loss below {}x the initial", kTrained),
           trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),
-          fmt::format("initial {}; final fp32 {}, fp16 {}", lab::sci(m.initial_loss), lab::sci(fp32.final_loss),
-                      lab::sci(fp16.final_loss)));
+          fmt::format("initial {}; final fp32 {}, fp16 {}", lab::sci(m.initial_loss),
+                      lab::sci(fp32.final_loss), lab::sci(fp16.final_loss)));
   r.check("same-step-same-loss",
-          fmt::format("the same step gives the same loss in 16 bits: within {} of fp32 given the same applied steps",
-                      lab::percent(kSameTol, 0)),
+          fmt::format(
+              "the same step gives the same loss in 16 bits: within {} of fp32 given the same applied steps",
+              lab::percent(kSameTol, 0)),
           bf16_gap <= kSameTol && fp16_like_for_like <= kSameTol,
-          fmt::format("bf16 {} of fp32; fp16 {} of an fp32 run that skipped the same {} steps (of plain fp32: {})",
-                      lab::percent(bf16_gap, 2), lab::percent(fp16_like_for_like, 2), fp16.skipped,
-                      lab::percent(gap(fp16.final_loss, fp32.final_loss), 2)));
+          fmt::format(
+              "bf16 {} of fp32; fp16 {} of an fp32 run that skipped the same {} steps (of plain fp32: {})",
+              lab::percent(bf16_gap, 2), lab::percent(fp16_like_for_like, 2), fp16.skipped,
+              lab::percent(gap(fp16.final_loss, fp32.final_loss), 2)));
   std::string per_run;
   for (const RunResult& run : m.runs)
-    per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name, run.resumed_equal ? "equal" : "differs");
+    per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name,
+                           run.resumed_equal ? "equal" : "differs");
   r.check("resume-bitwise",
-          "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in every "
+          "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in "
+          "every "
           "precision",
           identical == static_cast<int>(m.runs.size()), per_run);
 }

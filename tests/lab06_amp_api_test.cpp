@@ -34,6 +34,7 @@ TEST_CASE("dropping only the scaler's state (flip): fp32 and bf16 still resume b
 TEST_CASE("a second unscale_ before update() raises Python's message") {
   const auto r = run_quick_lab("amp-api", torch::kBFloat16, /*flip=*/false);
   CHECK(r.value("second_unscale_refused") == 1);
-  CHECK(r.render_text().find("unscale_() has already been called on this optimizer since the last update().") !=
-        std::string::npos);
+  CHECK(
+      r.render_text().find("unscale_() has already been called on this optimizer since the last update().") !=
+      std::string::npos);
 }

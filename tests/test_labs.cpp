@@ -56,7 +56,8 @@ Run run_json(const lab::LabDecl& decl, std::vector<std::string> args) {
 std::string failed_checks(const lab::Report& r) {
   std::string out;
   for (const auto& c : r.checks())
-    if (!c.passed) out += fmt::format("\n  {} ({}): {}", c.key.empty() ? "(no key)" : c.key, c.claim, c.evidence);
+    if (!c.passed)
+      out += fmt::format("\n  {} ({}): {}", c.key.empty() ? "(no key)" : c.key, c.claim, c.evidence);
   return out;
 }
 
@@ -88,7 +89,8 @@ TEST_CASE("its declaration agrees with its file name and quiz.yaml and the repor
   const lab::LabDecl& decl = lab_under_test();
   const std::filesystem::path source = std::filesystem::path(AMP_LAB_SOURCE_DIR) / decl.source();
   CHECK_MESSAGE(std::filesystem::is_regular_file(source), decl.source() << " does not exist");
-  CHECK(std::filesystem::is_regular_file(std::filesystem::path(AMP_LAB_BINARY_DIR "/bin") / decl.executable()));
+  CHECK(
+      std::filesystem::is_regular_file(std::filesystem::path(AMP_LAB_BINARY_DIR "/bin") / decl.executable()));
 
   const runner::Quiz quiz = project_quiz();  // also checks every placeholder is a declared observation
   const runner::Question* q = question_of(quiz, decl);
@@ -160,9 +162,10 @@ TEST_CASE("what the quiz shows before the question does not give the answer away
   const runner::Question* q = question_of(quiz, decl);
   REQUIRE(q != nullptr);
   const std::string letter(1, static_cast<char>('a' + q->answer));
-  const ProcessResult walk = run_process({AMP_LAB_BINARY_DIR "/bin/amp-lab", "quiz", "--track", "all", "--only",
-                                          std::to_string(decl.number), "--answers", letter, "--no-color"},
-                                         /*timeout_s=*/300);
+  const ProcessResult walk =
+      run_process({AMP_LAB_BINARY_DIR "/bin/amp-lab", "quiz", "--track", "all", "--only",
+                   std::to_string(decl.number), "--answers", letter, "--no-color"},
+                  /*timeout_s=*/300);
   REQUIRE_FALSE(walk.timed_out);
   const size_t prompt_at = walk.out.find(fmt::format("\nQ{}. ", q->number));
   REQUIRE_MESSAGE(prompt_at != std::string::npos, "no prompt in the walk's output: " << walk.out << walk.err);
@@ -182,8 +185,9 @@ TEST_CASE("what the quiz shows before the question does not give the answer away
 
 TEST_CASE("on a CUDA device every check holds in fp16 and bf16") {
   const lab::LabDecl& decl = lab_under_test();
-  const ProcessResult probe = run_process(
-      {AMP_LAB_BINARY_DIR "/bin/" + decl.executable(), "--json", "--quick", "--device", "cuda"}, /*timeout_s=*/300);
+  const ProcessResult probe =
+      run_process({AMP_LAB_BINARY_DIR "/bin/" + decl.executable(), "--json", "--quick", "--device", "cuda"},
+                  /*timeout_s=*/300);
   if (probe.code == 2 && probe.err.find("no CUDA device") != std::string::npos) {
     MESSAGE("SKIPPED: no CUDA device here (" << probe.err.substr(0, probe.err.find('\n')) << ")");
     return;

@@ -39,9 +39,15 @@ size_t distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::string LabDecl::stem() const { return fmt::format("{:02d}_{}", number, underscored(id)); }
-std::string LabDecl::source() const { return "labs/" + stem() + ".cpp"; }
-std::string LabDecl::executable() const { return "lab" + stem(); }
+std::string LabDecl::stem() const {
+  return fmt::format("{:02d}_{}", number, underscored(id));
+}
+std::string LabDecl::source() const {
+  return "labs/" + stem() + ".cpp";
+}
+std::string LabDecl::executable() const {
+  return "lab" + stem();
+}
 
 const LabDecl* find_decl(std::string_view name) {
   const std::string wanted = lowered(name);
@@ -82,7 +88,8 @@ std::vector<std::string> declaration_mismatches(const LabDecl& decl, const Repor
   for (const auto& c : report.checks()) reported.push_back(c.key);
   if (reported != decl.checks) {
     std::string got, want;
-    for (const auto& k : reported) got += (got.empty() ? "" : ", ") + (k.empty() ? std::string("(no key)") : k);
+    for (const auto& k : reported)
+      got += (got.empty() ? "" : ", ") + (k.empty() ? std::string("(no key)") : k);
     for (const auto& k : decl.checks) want += (want.empty() ? "" : ", ") + k;
     problems.push_back("checks reported [" + got + "], declared [" + want + "]");
   }

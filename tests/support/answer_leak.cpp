@@ -9,18 +9,19 @@ namespace {
 
 // Function words, and words every option of a question shares in form ("it", "because").
 const std::set<std::string> kStopWords = {
-    "a",     "an",    "the",  "and",   "or",    "of",     "to",    "in",    "on",    "for",   "with",  "by",
-    "is",    "are",   "be",   "it",    "its",   "that",   "this",  "which", "so",    "as",    "at",    "from",
-    "than",  "then",  "into", "when",  "where", "no",     "not",   "only",  "every", "each",  "one",   "any",
-    "all",   "per",   "can",  "could", "would", "should", "must",  "do",    "doe",   "more",  "less",  "very",
-    "may",   "many",  "much", "befor", "after", "dur",    "out",   "off",   "up",    "use",   "becaus", "why",
-    "what",  "how",   "will", "their", "there", "these",  "those", "them",  "they",  "we",    "you",   "your",
-    "our",   "whose", "has",  "have",  "make",  "same",   "other", "own",   "just",  "also",  "but",   "if"};
+    "a",    "an",    "the",  "and",   "or",    "of",     "to",    "in",    "on",    "for",  "with",   "by",
+    "is",   "are",   "be",   "it",    "its",   "that",   "this",  "which", "so",    "as",   "at",     "from",
+    "than", "then",  "into", "when",  "where", "no",     "not",   "only",  "every", "each", "one",    "any",
+    "all",  "per",   "can",  "could", "would", "should", "must",  "do",    "doe",   "more", "less",   "very",
+    "may",  "many",  "much", "befor", "after", "dur",    "out",   "off",   "up",    "use",  "becaus", "why",
+    "what", "how",   "will", "their", "there", "these",  "those", "them",  "they",  "we",   "you",    "your",
+    "our",  "whose", "has",  "have",  "make",  "same",   "other", "own",   "just",  "also", "but",    "if"};
 
 std::string stem(std::string w) {
   for (const char* suffix : {"ing", "ed", "es", "s"}) {
     const std::string s(suffix);
-    if (w.size() > s.size() + 3 && w.compare(w.size() - s.size(), s.size(), s) == 0) return w.substr(0, w.size() - s.size());
+    if (w.size() > s.size() + 3 && w.compare(w.size() - s.size(), s.size(), s) == 0)
+      return w.substr(0, w.size() - s.size());
   }
   return w;
 }
@@ -49,8 +50,8 @@ std::vector<std::string> leak_words(const std::string& text) {
   return words;
 }
 
-LeakScore leak_score(const std::string& shown, const std::string& prompt, const std::vector<std::string>& options,
-                     int answer) {
+LeakScore leak_score(const std::string& shown, const std::string& prompt,
+                     const std::vector<std::string>& options, int answer) {
   const std::vector<std::string> shown_words = leak_words(shown);
   const std::set<std::string> in_shown(shown_words.begin(), shown_words.end());
   std::set<std::string> elsewhere;  // the prompt's words and the wrong options'

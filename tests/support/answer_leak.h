@@ -16,7 +16,9 @@ struct LeakScore {
   std::vector<std::string> distinctive;  // the correct option's distinctive words
   std::vector<std::string> found;        // those the text holds
   std::string run;                       // the longest run of the option's words (4 or more) found verbatim
-  double share() const { return distinctive.empty() ? 0.0 : double(found.size()) / double(distinctive.size()); }
+  double share() const {
+    return distinctive.empty() ? 0.0 : double(found.size()) / double(distinctive.size());
+  }
   bool gives_away() const { return share() >= 0.5 || !run.empty(); }
 };
 
@@ -24,7 +26,7 @@ struct LeakScore {
 // plural or -ing/-ed ending.
 std::vector<std::string> leak_words(const std::string& text);
 
-LeakScore leak_score(const std::string& shown, const std::string& prompt, const std::vector<std::string>& options,
-                     int answer);
+LeakScore leak_score(const std::string& shown, const std::string& prompt,
+                     const std::vector<std::string>& options, int answer);
 
 }  // namespace test_support

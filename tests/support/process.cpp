@@ -16,7 +16,8 @@ extern char** environ;
 
 namespace test_support {
 
-ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s, const std::vector<std::string>& env) {
+ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s,
+                          const std::vector<std::string>& env) {
   int out_pipe[2], err_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
@@ -42,7 +43,8 @@ ProcessResult run_process(const std::vector<std::string>& argv, double timeout_s
   std::string* sinks[2] = {&r.out, &r.err};
   int open_fds = 2;
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       r.timed_out = true;
       ::kill(pid, SIGKILL);

@@ -7,7 +7,7 @@
 namespace test_support {
 
 struct ProcessResult {
-  int code = -1;        // exit code; 128 + N when signal N ended it
+  int code = -1;  // exit code; 128 + N when signal N ended it
   bool timed_out = false;
   std::string out, err;
 };
