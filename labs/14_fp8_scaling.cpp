@@ -398,7 +398,8 @@ Result measure(const lab::Context& ctx) {
 // ---- report ----------------------------------------------------------------------------------------
 
 std::string pow2(double v) {
-  return fmt::format("2^{:.3g}", std::log2(v));
+  const double e = std::log2(v);
+  return e == std::round(e) ? fmt::format("2^{:g}", e) : fmt::format("2^{:.1f}", e);
 }
 std::string times(double ratio) {
   return fmt::format("{:.{}f}x", ratio, ratio >= 100 ? 0 : 2);
@@ -423,6 +424,14 @@ std::tuple<double, std::string, double, std::string> amax_extremes(const Result&
   const auto [lo, hi] = std::minmax_element(m.tensors.begin(), m.tensors.end(),
                                             [](const auto& a, const auto& b) { return a.amax < b.amax; });
   return {lo->amax, lo->name, hi->amax, hi->name};
+}
+
+// Powers of two between the largest value of the format the largest amax is cast to and the smallest
+// subnormal of the format the smallest amax is cast to: all that one factor can fit both into.
+double room(const Result& m) {
+  const auto [lo, hi] = std::minmax_element(m.tensors.begin(), m.tensors.end(),
+                                            [](const auto& a, const auto& b) { return a.amax < b.amax; });
+  return std::log2((hi->grad ? m.e5m2 : m.e4m3).max / (lo->grad ? m.e5m2 : m.e4m3).min_subnormal);
 }
 
 std::string path_note(const lab::Context& ctx) {
@@ -455,8 +464,9 @@ void report_measured(const Result& m, lab::Report& r) {
            lab::percent(lost_share(s.t, std::exp2(m.best_exp), s.grad)), lab::percent(s.lost_loss_scale),
            lab::percent(s.lost_own)});
   }
-  r.note(fmt::format("amax from {} ({}) to {} ({}): {:.1f} powers of two; E4M3 spans {:.1f}, E5M2 {:.1f}",
-                     pow2(lo), lo_name, pow2(hi), hi_name, std::log2(hi / lo), m.e4m3.span(), m.e5m2.span()));
+  r.note(fmt::format("amax from {} ({}) to {} ({}): {:.1f} powers of two; E4M3 holds {} to {}, E5M2 {} to {}",
+                     pow2(lo), lo_name, pow2(hi), hi_name, std::log2(hi / lo), pow2(m.e4m3.min_subnormal),
+                     pow2(m.e4m3.max), pow2(m.e5m2.min_subnormal), pow2(m.e5m2.max)));
 
   r.section(
       fmt::format("Training, {} Adam steps (lr {}): final MSE in float64, x bf16 autocast's", m.steps, kLr));
@@ -481,9 +491,10 @@ void report_measured(const Result& m, lab::Report& r) {
 void report_one_scale(const Result& m, lab::Report& r) {
   r.detail_section("One scale for the whole model");
   const auto [lo, lo_name, hi, hi_name] = amax_extremes(m);
-  r.observe("amax_spread_binades", "the step-0 amaxes span, in powers of two", std::log2(hi / lo), "",
-            fmt::format("{:.1f} (E4M3 spans {:.1f}, E5M2 {:.1f})", std::log2(hi / lo), m.e4m3.span(),
-                        m.e5m2.span()));
+  r.observe("amax_spread_binades",
+            fmt::format("powers of two from the amax of {} to that of {}", lo_name, hi_name),
+            std::log2(hi / lo), "",
+            fmt::format("{:.1f} (one factor can fit both into {:.1f})", std::log2(hi / lo), room(m)));
   double grad_flushed = 0, grad_lost_own = 0, beyond = 0, grad_lost_loss_scale = 0;
   for (const auto& s : m.tensors) {
     beyond = std::max(beyond, s.beyond_none);
@@ -623,10 +634,12 @@ void report_checks(const Result& m, lab::Report& r) {
 void report_takeaways(const Result& m, lab::Report& r) {
   const auto [lo, lo_name, hi, hi_name] = amax_extremes(m);
   r.takeaway(fmt::format(
-      "FP8's range is too narrow for one scale: E4M3 spans {:.1f} powers of two and E5M2 {:.1f}, while the "
-      "amaxes of this MLP's tensors spread over {:.1f}. Activations, weights and gradients each need their "
-      "own scale; a loss scale moves only the gradients",
-      m.e4m3.span(), m.e5m2.span(), std::log2(hi / lo)));
+      "FP8's range is too narrow for one scale: one factor moves every tensor by the same power of two, and "
+      "{} and {} sit {:.1f} powers of two apart, more than the {:.1f} between the largest value of {}'s "
+      "format and the smallest subnormal of {}'s: the best single scale, 2^{}, still lost {} of {}. A loss "
+      "scale moves only the gradients. Activations, weights and gradients each need their own scale",
+      hi_name, lo_name, std::log2(hi / lo), room(m), hi_name, lo_name, m.best_exp, lab::percent(m.best_lost),
+      m.best_worst));
   r.takeaway(
       "Transformer Engine's DelayedScaling takes the scale from an amax history so that a cast reads its "
       "tensor once instead of twice (once for the amax, once to cast): it saves memory traffic, not "
