@@ -38,7 +38,7 @@ TEST_CASE("--flip drops exactly the per-tensor scales: current and delayed scali
   CHECK(flipped.value("loss_ratio_no_exp_limit") == plain.value("loss_ratio_no_exp_limit"));
 }
 
-TEST_CASE("delayed scaling clips a tensor that outgrows its history; current scaling loses nothing") {
+TEST_CASE("delayed scaling clips a tensor that outgrows its history, and current scaling loses nothing") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("delayed_clipped") > 0.0);  // percent of one tensor in one cast
   CHECK(r.value("delayed_margin_clipped") < r.value("delayed_clipped"));
