@@ -76,13 +76,13 @@ struct Fp8Scale {
   torch::Tensor history;                     // delayed: the last kHistory amaxes, newest first
   std::vector<double>* saturated = nullptr;  // the lab's instrument: the share clipped at each cast
 
-  // (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Scaled, values beyond the format's max
-  // saturate (TE clips); unscaled they become inf or NaN, as fp16 overflow does.
+  // (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: values beyond
+  // the format's max become inf or NaN, as fp16 overflow does. Scaled, they saturate (TE clips them).
   std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t) {
     torch::NoGradGuard no_grad;
+    if (mode == Scaling::None) return {t.to(dtype), torch::ones({}, t.options().dtype(torch::kFloat))};
     const torch::Tensor amax = t.abs().max().to(torch::kFloat).clamp_min(1e-30);
-    torch::Tensor scale = torch::ones({}, amax.options());
-    if (mode == Scaling::Current) scale = max / std::exp2(margin) / amax;
+    torch::Tensor scale = max / std::exp2(margin) / amax;  // current scaling: this tensor's amax
     if (mode == Scaling::Delayed) {  // this step's amax only joins the history, for the next steps
       if (!history.defined()) history = amax.expand({kHistory}).clone();  // step 0: no history yet
       scale = max / std::exp2(margin) / history.max();
@@ -90,7 +90,7 @@ struct Fp8Scale {
     }
     const torch::Tensor v = t * scale;
     if (saturated) saturated->push_back((v.abs() > max).sum().item<double>() / double(v.numel()));
-    return {(mode == Scaling::None ? v : v.clamp(-max, max)).to(dtype), scale.reciprocal()};
+    return {v.clamp(-max, max).to(dtype), scale.reciprocal()};
   }
 };
 
@@ -102,7 +102,8 @@ struct Fp8Layer {
 // dequantize, then an fp32 matmul (at::_scaled_mm's CPU kernel does the same arithmetic).
 torch::Tensor fp8_mm_emulated(const torch::Tensor& a8, const torch::Tensor& inv_a, const torch::Tensor& b8,
                               const torch::Tensor& inv_b) {
-  return at::matmul(a8.contiguous().to(torch::kFloat) * inv_a, b8.contiguous().to(torch::kFloat) * inv_b);
+  return at::matmul(a8.contiguous().to(torch::kFloat).mul_(inv_a),
+                    b8.contiguous().to(torch::kFloat).mul_(inv_b));
 }
 
 // On FP8 tensor cores (CUDA 8.9+) at::_scaled_mm, whose second operand must be column-major.
