@@ -426,7 +426,8 @@ void report_explained(const Result& m, lab::Report& r) {
   const Compared &step_each = m.loops[1], &unscale_each = m.loops[2];
   r.note(fmt::format(
       "4x (backward, step, update): update() needs an inf check since the last update(), so every "
-      "micro-batch steps: {} optimizer steps, each on a quarter of the loss, at weights the steps before "
+      "micro-batch steps: {} optimizer steps, each on one micro-batch's share of the loss, at weights the "
+      "steps before "
       "had moved. With .grad zeroed before each (nothing mixed) the update is {} from the whole batch's; "
       "accumulated in .grad, whose earlier gradients step() had unscaled in place and the next step() "
       "divides again, {}. The scale did not move ({} changes) and fp32 and fp16 differ alike: the extra "

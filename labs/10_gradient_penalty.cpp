@@ -90,6 +90,7 @@ struct Result {
   double fp16_cast_penalty = 0;     // ... cast to fp16 and squared there
   std::string update_error;         // update() right after autograd::grad
   bool returned_unchanged = false;  // the returned gradients, bitwise, after an update() that ran
+  double scale_after_update = 0;    // the scale that update() set
 };
 
 struct Setup {
@@ -137,7 +138,8 @@ void train(const Setup& s, int64_t steps, bool flip, Run& run) {
 void other_answers(const Setup& s, Result& r) {
   torch::nn::Sequential m = copy_of(s.start);
   torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
-  amp::GradScaler scaler(s.x.device(), {.init_scale = kInitScale});
+  // growth_interval 1: an update() that runs after a clean unscale_ doubles the scale.
+  amp::GradScaler scaler(s.x.device(), {.init_scale = kInitScale, .growth_interval = 1});
   torch::Tensor loss;
   {
     amp::Autocast ac(s.x.device(), torch::kHalf);
@@ -157,6 +159,7 @@ void other_answers(const Setup& s, Result& r) {
   scaler.scale(loss).backward();  // fills .grad, so that unscale_ records an inf check
   scaler.unscale_(opt);
   scaler.update();  // runs now; it sets the scale for later scale() calls
+  r.scale_after_update = scaler.get_scale();
   r.returned_unchanged = true;
   for (size_t i = 0; i < kept.size(); ++i) r.returned_unchanged &= torch::equal(kept[i], returned[i]);
 }
@@ -238,6 +241,8 @@ void report_other_answers(const Result& m, lab::Report& r) {
   r.observe("update_refused", "update() right after autograd::grad refused (1 = yes)", refused, "",
             refused ? "yes" : "no");
   r.note("update() there: amp::GradScalerError: " + (refused ? m.update_error : std::string("(none)")));
+  r.observe("update_new_scale", "the scale an update() after a backward and unscale_ set",
+            m.scale_after_update);
   r.observe("returned_unchanged",
             "the returned gradients bitwise unchanged by an update() that ran (1 = yes)",
             m.returned_unchanged, "", m.returned_unchanged ? "yes" : "no");

@@ -6,9 +6,9 @@
 // the one scaler, gives each optimizer its own scaler.step(), and calls update() once per step of training.
 // At one step the lab writes an inf into model 0's gradients, as an overflow would, and runs three loops
 // on the same data: the recipe; update() after each optimizer's step (Python accepts it); and a scaler per
-// optimizer. For each it records which optimizer skipped, what the scale did, the growth tracker, the
-// factor between the gradients each optimizer applied and the correctly unscaled ones, and how far the
-// applied gradients are from fp32's.
+// optimizer. For each it records which optimizer skipped, how the scale backed off and grew, the factor
+// between the gradients each optimizer applied and the correctly unscaled ones, and how far the applied
+// gradients are from fp32's.
 //
 // Run:  build/bin/lab11_multiple_optimizers [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16 whatever --dtype says: the type a GradScaler exists for)
@@ -37,7 +37,7 @@ using Stepped = std::array<bool, 2>;  // whether optimizer 0 and optimizer 1 ste
 constexpr int64_t kIn = 16, kOut = 4;   // each model: one Linear layer
 constexpr int64_t kBatch = 32;          // a fresh batch every step
 constexpr double kLr = 0.01;            // SGD learning rate, both optimizers
-constexpr double kInitScale = 1024;     // low enough that nothing overflows by itself
+constexpr double kInitScale = 1024;     // low enough that nothing overflows by itself, even grown 16x
 constexpr int64_t kGrowthInterval = 4;  // the scale doubles after 4 clean updates (PyTorch: 2000)
 constexpr double kGradTol = 0.02;       // unscaled fp16 gradients within 2% (relative norm) of fp32's
 
