@@ -36,6 +36,7 @@ using Stepped = std::array<bool, 2>;  // whether optimizer 0 and optimizer 1 ste
 
 constexpr int64_t kIn = 16, kOut = 4;   // each model: one Linear layer
 constexpr int64_t kBatch = 32;          // a fresh batch every step
+constexpr int64_t kSteps = 12;          // SGD steps per loop, an inf written in at step kSteps / 3
 constexpr double kLr = 0.01;            // SGD learning rate, both optimizers
 constexpr double kInitScale = 1024;     // low enough that nothing overflows by itself, even grown 16x
 constexpr int64_t kGrowthInterval = 4;  // the scale doubles after 4 clean updates (PyTorch: 2000)
@@ -207,7 +208,7 @@ std::string update_alone(torch::Device dev) {
 }
 
 Result measure(const lab::Context& ctx) {
-  const int64_t steps = ctx.size(12, 24, 12);
+  const int64_t steps = kSteps;
   Result r{.ctx = ctx, .inject_at = steps / 3};
   const auto init0 = torch::randn({kOut, kIn}, torch::device(ctx.device)) / std::sqrt(double(kIn));
   const auto init1 = torch::randn({kOut, kIn}, torch::device(ctx.device)) / std::sqrt(double(kIn));
