@@ -239,7 +239,7 @@ void report_guarded(const Result& m, lab::Report& r) {
             100 * non_finite_share(m.plain.value), "%", lab::percent(non_finite_share(m.plain.value)));
   r.observe("clipped_non_finite", "plain function, |h| clipped: non-finite outputs",
             100 * non_finite_share(m.clipped.value), "%", lab::percent(non_finite_share(m.clipped.value)));
-  r.observe("clip_at", "the clip, |h| <=", kClip);
+  r.observe("clip_at", "the clipped run's bound on |h|", kClip);
   r.observe("plain_grad_error", "plain function under fp16: gradients vs float64 (relative)", plain_grad_err,
             "", lab::sci(plain_grad_err));
   const double out_err = rel(m.guarded.value, m.ref.value), grad_err = grad_error(m.guarded, m.ref);
