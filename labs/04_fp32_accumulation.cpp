@@ -4,8 +4,8 @@
 // Tensor Core GEMMs commonly multiply 16-bit inputs and add the products into an FP32 accumulator. It is
 // common, not universal: Tensor Cores also support FP16 accumulators (PyTorch: allow_fp16_accumulation,
 // off by default), and cuBLAS may add split-K partial sums in FP16 (allow_fp16_reduced_precision_reduction,
-// on by default). The lab computes n dot products of fp16 inputs, of length K = 256 ... 65536, four ways,
-// each against a float64 reference:
+// on by default). The lab computes 256 dot products (64 in --quick mode) of fp16 inputs, of length
+// K = 256 ... 65536, four ways, each against float64 computed from the fp32 values before rounding:
 //   (a)  a running sum rounded to fp16 after every add (fp16 accumulation at its worst);
 //   (a') fp16 partial sums of 32 products, each added to an fp16 running sum (blocked fp16 accumulation);
 //   (b)  the same running sum kept in fp32, the result stored as fp16;

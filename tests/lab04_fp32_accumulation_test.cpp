@@ -65,7 +65,8 @@ TEST_CASE("the inputs are fp16 whatever --dtype says, so bf16 gives the same num
   CHECK(bf16.value("err_matmul_kmax") == fp16.value("err_matmul_kmax"));
 }
 
-TEST_CASE("with --flip the 'fp32' running sum is fp16 and stalls too; the fp16 sum's growth still shows") {
+TEST_CASE(
+    "with --flip the 'fp32' running sum is fp16 and stalls too, and the fp16 sum's growth still shows") {
   const auto r = run_quick(torch::kHalf, /*flip=*/true);
   CHECK(r.value("stall_sum_fp32") == doctest::Approx(32).epsilon(0.02));
   CHECK(r.value("err_fp32_acc_kmax") == r.value("err_fp16_acc_kmax"));

@@ -25,7 +25,8 @@ bool contains(const std::string& text, const std::string& words) {
 }  // namespace
 
 TEST_CASE(
-    "16-bit halves the weights and what the forward keeps; master copy 4 B and Adam 8 B per parameter") {
+    "16-bit halves the weights and what the forward keeps, the master copy adds 4 B and Adam 8 B a "
+    "parameter") {
   for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
     const auto r = run_quick(dtype, /*flip=*/false);
     CHECK(r.value("weight_bytes_ratio") == 0.5);

@@ -44,7 +44,7 @@ TEST_CASE("under CPU autocast every op follows the documented list, in bf16 and 
   }
 }
 
-TEST_CASE("the documented CPU and CUDA lists differ where the policy says: mv, addmv, addr; softmax & co") {
+TEST_CASE("the documented CPU and CUDA lists differ where the policy says: mv, addmv, addr, softmax and co") {
   const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
   const std::string text = r.find("device_differences")->text;
   CHECK(contains(text, "mv, addmv, addr: no list on the CPU, lower-precision list on CUDA"));
