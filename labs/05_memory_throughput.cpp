@@ -325,9 +325,9 @@ void report_memory(const Result& m, lab::Report& r) {
       .row({"Adam state", mb(f32.adam), mb(p16.adam), mb(ac.adam)})
       .row({"kept for backward (allocator)", mb(f32.kept), mb(p16.kept), mb(ac.kept)})
       .row({"peak of one step (allocator)", mb(f32.peak), mb(p16.peak), mb(ac.peak)});
-  r.note(fmt::format("autocast / fp32, 3 x Linear({}), batch {} | {}: kept {} | {}, peak {} | {}", kMemWidth,
-                     kSmallBatch, kLargeBatch, ratio(mem.small.kept), ratio(mem.large.kept),
-                     ratio(mem.small.peak), ratio(mem.large.peak)));
+  r.note(fmt::format("autocast/fp32, Linear({}), batch {}|{}: kept {}|{}, peak {}|{}", kMemWidth, kSmallBatch,
+                     kLargeBatch, ratio(mem.small.kept), ratio(mem.large.kept), ratio(mem.small.peak),
+                     ratio(mem.large.peak)));
 }
 
 void report_memory_details(const Result& m, lab::Report& r) {
@@ -447,12 +447,13 @@ void report_speed_details(const Result& m, lab::Report& r) {
   if (!m.ctx.cuda()) r.note(lab::cpu_threads_note());
 }
 
-// "device: AMD EPYC; /proc/cpuinfo: avx512_bf16; no amx_bf16, avx512_fp16 or amx_fp16", for the first screen.
+// "device: AMD EPYC; cpuinfo: avx512_bf16, no amx_bf16/avx512_fp16/amx_fp16", for the first screen.
 std::string device_line(const lab::Hardware& hw) {
   if (hw.cuda || hw.cpu_flags.empty()) return "device: " + lab::describe_16bit_hardware(hw);
-  const std::string units = lab::native_16bit_units(hw), missing = lab::missing_16bit_units(hw);
-  return "device: " + hw.name + "; /proc/cpuinfo: " + (units.empty() ? "" : units + "; ") +
-         (missing.empty() ? "" : "no " + missing);
+  std::string has, lacks;
+  for (const auto& f : lab::native_16bit_flags()) (hw.cpu_flags.count(f) ? has : lacks) += "/" + f;
+  return "device: " + hw.name + "; cpuinfo: " + (has.empty() ? "" : has.substr(1)) +
+         (has.empty() || lacks.empty() ? "" : ", ") + (lacks.empty() ? "" : "no " + lacks.substr(1));
 }
 
 void report(const Result& m, lab::Report& r) {

@@ -359,7 +359,7 @@ void report(const Result& m, lab::Report& r) {
   const std::string dev = m.ctx.device.str(), lp = lab::short_name(m.ctx.dtype);
   const bool on = !m.ctx.flip;
   if (!on) r.note("FLIP: the same ops run with autocast disabled (Autocast(..., enabled=false))");
-  r.section(fmt::format("{} ops under Autocast({}, {}{}) and off; {} inputs stand for a matmul's output",
+  r.section(fmt::format("{} ops under Autocast({}, {}{}) and off ({} inputs: a matmul's output)",
                         m.ops.size(), dev, lp, on ? "" : ", enabled=false", lp));
   auto& table = r.table("", {"op", "inputs", "autocast", "autocast off"});
   for (const OpRow& row : m.ops)
