@@ -28,8 +28,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "amp/autocast.h"
 #include "amp/distributed.h"
@@ -42,14 +42,15 @@
 
 namespace {
 
-constexpr int64_t kSteps = 200, kStepsQuick = 40;  // SGD steps per run
-constexpr int64_t kBatch = 64;                     // per rank and step
+constexpr int64_t kSteps = 200, kStepsQuick = 40;    // SGD steps per run
+constexpr int64_t kBatch = 64;                       // per rank and step
 constexpr int64_t kIn = 16, kHidden = 64, kOut = 8;  // MLP widths; targets tanh(x @ teacher)
 constexpr double kLr = 0.05, kMomentum = 0.9;        // SGD
 constexpr double kInitScale = 65536.0;               // 2^16, the scaler's default start
-constexpr int64_t kGrowthInterval = 3;  // the scale doubles after 3 clean steps (PyTorch: 2000)
+constexpr int64_t kGrowthInterval = 3;               // the scale doubles after 3 clean steps (PyTorch: 2000)
 constexpr int kDefaultWorld = 2, kMaxWorld = 6;      // 6 parameter tensors: at most one shard each
 constexpr std::chrono::seconds kRunDeadline{240};    // the spawned ranks' whole run
+constexpr double kMixOff = 1.5;  // check: once the scales part, an applied gradient this far off, or further
 
 // ---- The AMP code ------------------------------------------------------------------------------------
 
@@ -155,6 +156,16 @@ std::string dtypes_of_grads(const std::vector<torch::Tensor>& params) {
   return same ? lab::short_name(params[0].grad().scalar_type()) : lab::short_names(lab::grads(params));
 }
 
+// Every parameter's values, flattened, in order.
+std::vector<float> flat_values(const std::vector<torch::Tensor>& params) {
+  std::vector<float> out;
+  for (const auto& p : params) {
+    const torch::Tensor t = p.detach().flatten().cpu().contiguous();
+    out.insert(out.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  }
+  return out;
+}
+
 // Contiguous shards: parameter tensor i of n belongs to rank i * world / n.
 std::vector<int> shard_owners(size_t n, int world) {
   std::vector<int> owners;
@@ -181,20 +192,14 @@ RankRun run_on_rank(const Experiment& e, const RankSetup& s, const c10::intrusiv
     run.scales.push_back(static_cast<float>(scaler.get_scale()));
     forward_backward(model, scaler, x, y);
     const bool own_inf = any_nonfinite(params);
-    run.grad_dtype = dtypes_of_grads(params);
     all_reduce_gradients(model, pg);
     const bool stepped = step_and_update(model, opt, scaler, pg, owners);
     const bool checked_inf = any_nonfinite(mine);  // unscaled now: what its scaler looked at
     run.verdicts += static_cast<char>('0' + own_inf + 2 * checked_inf + 4 * stepped);
   }
   run.scales.push_back(static_cast<float>(scaler.get_scale()));
-  torch::Tensor flat = torch::cat([&] {
-                         std::vector<torch::Tensor> f;
-                         for (const auto& p : params) f.push_back(p.detach().flatten().cpu());
-                         return f;
-                       }())
-                           .contiguous();
-  run.weights.assign(flat.data_ptr<float>(), flat.data_ptr<float>() + flat.numel());
+  run.grad_dtype = dtypes_of_grads(params);
+  run.weights = flat_values(params);
   return run;
 }
 
@@ -204,11 +209,11 @@ struct Result {
   lab::Context ctx;
   int world = 0;
   int64_t steps = 0;
-  std::string where;    // spawned here, or this rank of a job
-  std::string backend;  // which c10d backend, on which tensors, and why
-  std::string sockets;  // where Gloo's sockets bind
+  std::string where;       // spawned here, or this rank of a job
+  std::string backend;     // which c10d backend, on which tensors, and why
+  std::string sockets;     // where Gloo's sockets bind
   std::string grad_dtype;  // the dtypes of the gradients the ranks all-reduced ("fp32, fp32, ...")
-  bool fp16_all_reduce_exact = false;  // an fp16 tensor all-reduced once, its sum exact on every rank
+  bool fp16_all_reduce_exact = false;      // an fp16 tensor all-reduced once, its sum exact on every rank
   std::vector<std::vector<RankRun>> runs;  // [experiment][rank]
 };
 
@@ -222,16 +227,19 @@ std::pair<std::string, std::string> gloo_sockets(const std::string& master) {
   const std::string ifname = lab::env("GLOO_SOCKET_IFNAME");
   if (!ifname.empty()) {
     if (ifname.size() >= IF_NAMESIZE || if_nametoindex(ifname.c_str()) == 0)
-      throw lab::UsageError("GLOO_SOCKET_IFNAME names no network interface of this machine: " + lab::quote(ifname));
+      throw lab::UsageError("GLOO_SOCKET_IFNAME names no network interface of this machine: " +
+                            lab::quote(ifname));
     return {"", "interface " + ifname + " (GLOO_SOCKET_IFNAME)"};
   }
-  if (is_loopback(master)) return {"127.0.0.1", "127.0.0.1 (MASTER_ADDR is loopback; GLOO_SOCKET_IFNAME unset)"};
+  if (is_loopback(master))
+    return {"127.0.0.1", "127.0.0.1 (MASTER_ADDR is loopback; GLOO_SOCKET_IFNAME unset)"};
   return {"", "this machine's hostname (GLOO_SOCKET_IFNAME unset)"};
 }
 
 // NCCL when every rank has a GPU of its own (and this build has NCCL); otherwise Gloo.
 c10::intrusive_ptr<c10d::Backend> make_group(const c10::intrusive_ptr<c10d::Store>& store, const RankSetup& s,
-                                             const std::string& gloo_host, std::chrono::milliseconds timeout) {
+                                             const std::string& gloo_host,
+                                             std::chrono::milliseconds timeout) {
   if (s.device.is_cuda() && amp::nccl_built() && torch::cuda::device_count() >= std::max<int64_t>(2, s.world))
     return amp::make_nccl_group(store, s.rank, s.world, timeout);
   return amp::make_gloo_group(store, s.rank, s.world, gloo_host, timeout);
@@ -241,19 +249,22 @@ std::string backend_words(const Result& m) {
   if (!m.ctx.cuda()) return "c10d Gloo on CPU tensors";
   const int64_t gpus = torch::cuda::device_count();
   if (amp::nccl_built() && gpus >= std::max(2, m.world)) return "c10d NCCL on CUDA tensors, one GPU per rank";
-  return fmt::format("c10d Gloo on CUDA tensors ({})", amp::nccl_built()
-                                                           ? fmt::format("NCCL needs a GPU per rank: {} for {}", gpus, m.world)
-                                                           : std::string("this build has no NCCL"));
+  return fmt::format("c10d Gloo on CUDA tensors ({})",
+                     amp::nccl_built() ? fmt::format("NCCL needs a GPU per rank: {} for {}", gpus, m.world)
+                                       : std::string("this build has no NCCL"));
 }
 
-std::string key(const std::string& what, int rank) { return fmt::format("amp-lab/dp/{}/{}", what, rank); }
+std::string key(const std::string& what, int rank) {
+  return fmt::format("amp-lab/dp/{}/{}", what, rank);
+}
 
 // Everything one rank does: its process group, the three runs, its results into the store.
-void serve_as_rank(const RankSetup& s, const c10::intrusive_ptr<c10d::Store>& store, const std::string& gloo_host,
-                   std::chrono::milliseconds timeout) {
+void serve_as_rank(const RankSetup& s, const c10::intrusive_ptr<c10d::Store>& store,
+                   const std::string& gloo_host, std::chrono::milliseconds timeout) {
   if (s.device.is_cuda()) torch::cuda::synchronize();  // the CUDA context exists before the group
   const c10::intrusive_ptr<c10d::Backend> pg = make_group(store, s, gloo_host, timeout);
-  std::vector<torch::Tensor> half{torch::full({4}, 0.5 + s.rank, torch::dtype(torch::kHalf).device(s.device))};
+  std::vector<torch::Tensor> half{
+      torch::full({4}, 0.5 + s.rank, torch::dtype(torch::kHalf).device(s.device))};
   pg->allreduce(half)->wait();  // fp16 tensors cross processes too: 0.5 + 1.5 + ... is exact in fp16
   const double expected = 0.5 * s.world * s.world;
   const bool exact = (half[0].to(torch::kDouble) == expected).all().item<bool>();
@@ -288,6 +299,49 @@ void fetch(c10d::Store& store, Result& m) {
   }
 }
 
+// This process is one rank of a job: rank 0 hosts the store, unless the launcher (torchrun's agent) does.
+void run_as_job_rank(const lab::JobEnv& job, const std::string& gloo_host, std::chrono::milliseconds timeout,
+                     Result& m) {
+  m.where = fmt::format("rank {} of a job at {}:{}", job.rank, job.master_addr, job.master_port);
+  const bool hosts_store = job.rank == 0 && !job.agent_store;
+  const auto store = lab::connect_store(job.master_addr, job.master_port, hosts_store, timeout);
+  const torch::Device device =
+      m.ctx.cuda() ? torch::Device(torch::kCUDA, job.rank % torch::cuda::device_count()) : m.ctx.device;
+  serve_as_rank({.rank = job.rank,
+                 .world = m.world,
+                 .device = device,
+                 .steps = m.steps,
+                 .seed = m.ctx.seed,
+                 .flip = m.ctx.flip},
+                store, gloo_host, timeout);
+  fetch(*store, m);
+  if (!job.agent_store) lab::store_barrier(*store, "amp-lab/dp/read", job.rank, m.world, timeout);
+}
+
+// This process is the launcher: it hosts the store on a free port and starts the ranks, processes of
+// this lab's executable, as torchrun would (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+void launch_ranks(std::chrono::milliseconds timeout, Result& m) {
+  m.where = "spawned on 127.0.0.1";
+  const auto store = lab::connect_store("127.0.0.1", 0, /*server=*/true, timeout);
+  const int port = lab::store_port(*store);
+  lab::SpawnOptions o{.world = m.world, .program = lab::rank_program("data-parallel")};
+  for (std::string arg : {"--json", "--device", m.ctx.cuda() ? "cuda" : "cpu", "--seed"})
+    o.program.args.push_back(arg);
+  o.program.args.push_back(std::to_string(m.ctx.seed));
+  if (m.ctx.quick) o.program.args.push_back("--quick");
+  if (m.ctx.flip) o.program.args.push_back("--flip");
+  o.vars_of = [&](int rank) {
+    return std::vector<std::string>{
+        fmt::format("RANK={}", rank),          fmt::format("LOCAL_RANK={}", rank),
+        fmt::format("WORLD_SIZE={}", m.world), "MASTER_ADDR=127.0.0.1",
+        fmt::format("MASTER_PORT={}", port),   "TORCHELASTIC_USE_AGENT_STORE=True"};
+  };
+  o.deadline = kRunDeadline;
+  o.pids_file = lab::env("AMP_LAB_RANK_PIDS");
+  lab::spawn_ranks(o);
+  fetch(*store, m);
+}
+
 Result measure(const lab::Context& ctx) {
   const std::chrono::milliseconds timeout = lab::rank_timeout();  // every value checked before any rank runs
   const std::optional<lab::JobEnv> job = lab::job_env(kMaxWorld);
@@ -296,34 +350,10 @@ Result measure(const lab::Context& ctx) {
   const auto [gloo_host, sockets] = gloo_sockets(job ? job->master_addr : "127.0.0.1");
   m.sockets = sockets;
   m.backend = backend_words(m);
-  c10::intrusive_ptr<c10d::Store> store;
-  if (job) {  // one rank of a job: rank 0 hosts the store, unless the launcher (torchrun's agent) does
-    m.where = fmt::format("rank {} of a job at {}:{}", job->rank, job->master_addr, job->master_port);
-    store = lab::connect_store(job->master_addr, job->master_port, job->rank == 0 && !job->agent_store, timeout);
-    const RankSetup s{job->rank, m.world, ctx.cuda() ? torch::Device(torch::kCUDA, job->rank % torch::cuda::device_count()) : ctx.device,
-                      m.steps, ctx.seed, ctx.flip};
-    serve_as_rank(s, store, gloo_host, timeout);
-  } else {  // this process is the launcher: it hosts the store (a free port) and starts the ranks
-    m.where = "spawned on 127.0.0.1";
-    store = lab::connect_store("127.0.0.1", 0, /*server=*/true, timeout);
-    lab::SpawnOptions o{.world = m.world, .program = lab::rank_program("data-parallel")};
-    std::vector<std::string> args{"--json", "--device", ctx.cuda() ? "cuda" : "cpu", "--seed", std::to_string(ctx.seed)};
-    if (ctx.quick) args.push_back("--quick");
-    if (ctx.flip) args.push_back("--flip");
-    o.program.args.insert(o.program.args.end(), args.begin(), args.end());
-    const int port = lab::store_port(*store);
-    o.vars_of = [&](int rank) {
-      return std::vector<std::string>{fmt::format("RANK={}", rank), fmt::format("LOCAL_RANK={}", rank),
-                                      fmt::format("WORLD_SIZE={}", m.world), "MASTER_ADDR=127.0.0.1",
-                                      fmt::format("MASTER_PORT={}", port), "TORCHELASTIC_USE_AGENT_STORE=True"};
-    };
-    o.deadline = kRunDeadline;
-    o.pids_file = lab::env("AMP_LAB_RANK_PIDS");
-    lab::spawn_ranks(o);
-  }
-  fetch(*store, m);
-  if (job && job->rank == 0 && !job->agent_store) lab::store_barrier(*store, "amp-lab/dp/read", 0, m.world, timeout);
-  if (job && job->rank != 0 && !job->agent_store) lab::store_barrier(*store, "amp-lab/dp/read", job->rank, m.world, timeout);
+  if (job)
+    run_as_job_rank(*job, gloo_host, timeout, m);
+  else
+    launch_ranks(timeout, m);
   return m;
 }
 
@@ -337,10 +367,18 @@ struct Summary {
   bool replicas_equal = true;
 };
 
-int bits(const RankRun& r, size_t step) { return r.verdicts[step] - '0'; }
-bool own_inf(const RankRun& r, size_t step) { return (bits(r, step) & 1) != 0; }
-bool checked_inf(const RankRun& r, size_t step) { return (bits(r, step) & 2) != 0; }
-bool stepped(const RankRun& r, size_t step) { return (bits(r, step) & 4) != 0; }
+int bits(const RankRun& r, size_t step) {
+  return r.verdicts[step] - '0';
+}
+bool own_inf(const RankRun& r, size_t step) {
+  return (bits(r, step) & 1) != 0;
+}
+bool checked_inf(const RankRun& r, size_t step) {
+  return (bits(r, step) & 2) != 0;
+}
+bool stepped(const RankRun& r, size_t step) {
+  return (bits(r, step) & 4) != 0;
+}
 
 // ddp: every rank skips exactly where some rank's own backward gave an inf (the all-reduce spreads it);
 // sharded-local: each rank where its own shard held one; sharded-global: every rank where any shard did.
@@ -371,7 +409,7 @@ struct Apart {
   int64_t parted_at = -1;           // the first step whose loss scales differ between ranks
   int64_t inf_after_part = 0;       // steps with an inf from parted_at on
   // Sharded, the owner of a shard divides the all-reduced sum of S_r * g_r by its own S_o: its gradient
-  // is off by mean_r(S_r) / S_o. The largest such factor on a step the owner applied (log2), and where.
+  // is off by mean_r(S_r) / S_o. The factor furthest from 1 on a step the owner applied (log2), and where.
   double max_mix_log2 = 0;
   int mix_rank = -1;
   int64_t mix_step = -1;
@@ -399,12 +437,16 @@ Apart apart_of(const std::vector<RankRun>& ranks) {
     if (a.parted_at >= 0) a.inf_after_part += any_checked;
     for (size_t rank = 0; rank < ranks.size(); ++rank) {
       const double scale = ranks[rank].scales[step];
-      if (!stepped(ranks[rank], step) || scale <= 0 || std::log2(mean / scale) <= a.max_mix_log2) continue;
-      a.max_mix_log2 = std::log2(mean / scale);
+      if (!stepped(ranks[rank], step) || scale <= 0) continue;
+      const double off = std::log2(mean / scale);
+      if (std::abs(off) <= std::abs(a.max_mix_log2)) continue;
+      a.max_mix_log2 = off;
       a.mix_rank = static_cast<int>(rank), a.mix_step = static_cast<int64_t>(step);
     }
-    if (!all_own) a.overflow_from = -1;
-    else if (a.overflow_from < 0) a.overflow_from = static_cast<int64_t>(step);
+    if (!all_own)
+      a.overflow_from = -1;
+    else if (a.overflow_from < 0)
+      a.overflow_from = static_cast<int64_t>(step);
   }
   for (size_t rank = 0; rank < ranks.size(); ++rank) {
     int64_t n = 0;
@@ -416,7 +458,15 @@ Apart apart_of(const std::vector<RankRun>& ranks) {
 }
 
 std::string pow2(double x) {
-  return x > 0 ? fmt::format("2^{:g}", std::round(std::log2(x) * 10) / 10) : x == 0 ? "0" : fmt::format("{:g}", x);
+  return x > 0    ? fmt::format("2^{:g}", std::round(std::log2(x) * 10) / 10)
+         : x == 0 ? "0"
+                  : fmt::format("{:g}", x);
+}
+
+// A factor on a gradient, in words: "2^14 times too large", "0.51 times its true size".
+std::string factor_words(double log2_factor) {
+  if (log2_factor >= 1) return pow2(std::exp2(log2_factor)) + " times too large";
+  return fmt::format("{:.2f} times its true size", std::exp2(log2_factor));
 }
 
 std::string final_scales(const std::vector<RankRun>& ranks, const char* sep = " ") {
@@ -437,15 +487,18 @@ void report_runs(const Result& m, const std::vector<Summary>& sum, const std::ve
                  lab::Report& r) {
   if (m.ctx.flip) r.note("FLIP: sharded-global's scaler has no process group: found_inf is not all-reduced");
   r.section(fmt::format("{} ranks, {} SGD steps per run, batch {} per rank", m.world, m.steps, kBatch));
-  r.note(fmt::format("{}, {}; the ranks are processes of this lab", m.backend, m.where));
-  r.note(fmt::format("fp16 autocast + amp::GradScaler from 2^16, doubling after {} clean steps (PyTorch: 2000)",
+  r.note(fmt::format("{}; {} (the ranks are processes of this lab)", m.backend, m.where));
+  r.note(fmt::format("fp16 autocast + amp::GradScaler from 2^16, x2 after {} clean steps (PyTorch: 2000)",
                      kGrowthInterval));
-  r.note(fmt::format("sharded runs: the 6 parameter tensors (w1 b1 w2 b2 w3 b3) in {} contiguous shards", m.world));
-  auto& t = r.table("", {"run", "steps with an inf", "skipped", "ranks disagree", "final scales", "vs ddp"});
+  r.note(fmt::format("sharded: the parameter tensors w1 b1 w2 b2 w3 b3 in {} contiguous shards", m.world));
+  auto& t = r.table("", {"run", "inf steps", "skipped", "disagree", "final scales", "vs ddp"});
   for (size_t e = 0; e < kNumExperiments; ++e)
     t.row({kExperiments[e].name, std::to_string(sum[e].inf_steps), std::to_string(sum[e].skipped),
            std::to_string(sum[e].disagree), final_scales(m.runs[e]), lab::sci(drift[e])});
-  r.note("vs ddp: the final weights' max |w - w_ddp| / max |w_ddp|");
+  r.note("inf steps: some rank's scaler found an inf; skipped: some rank skipped the step");
+  r.note("disagree: the ranks did not all decide alike; vs ddp: max |w - w_ddp| / max |w_ddp|");
+
+  r.detail_section("The runs in numbers");
   r.observe("ddp_skipped", "ddp: steps skipped", static_cast<double>(sum[0].skipped));
   r.observe("local_disagree_steps", "sharded-local: steps the ranks decided differently",
             static_cast<double>(sum[1].disagree));
@@ -462,31 +515,40 @@ void report_apart(const Result& m, const Summary& ddp, const Summary& local, con
   const std::vector<RankRun>& runs = m.runs[1];
   r.detail_section("How sharded-local came apart");
   if (a.first_disagreement >= 0)
-    r.note(fmt::format("step {}: the ranks first decided differently (rank {} skipped, rank {} stepped): "
-                       "each checked only its own shard",
-                       a.first_disagreement, ranks_that(runs, static_cast<size_t>(a.first_disagreement), true),
-                       ranks_that(runs, static_cast<size_t>(a.first_disagreement), false)));
+    r.note(
+        fmt::format("step {}: the ranks first decided differently (rank {} skipped, rank {} stepped): "
+                    "each checked only its own shard",
+                    a.first_disagreement, ranks_that(runs, static_cast<size_t>(a.first_disagreement), true),
+                    ranks_that(runs, static_cast<size_t>(a.first_disagreement), false)));
   if (a.parted_at >= 0)
-    r.note(fmt::format(
-        "from step {} the ranks' loss scales differed, so the all-reduce summed gradients scaled by different "
-        "factors, and each owner divided that sum by its own scale",
-        a.parted_at));
+    r.note(
+        fmt::format("from step {} the ranks' loss scales differed, so the all-reduce summed gradients scaled "
+                    "by different "
+                    "factors, and each owner divided that sum by its own scale",
+                    a.parted_at));
   if (a.elsewhere_rank >= 0)
-    r.note(fmt::format("on {} steps rank {}'s own backward overflowed outside its shard: it stepped and its scale "
-                       "grew on, while the inf landed in a shard that another rank checks, which skipped",
-                       a.elsewhere_steps, a.elsewhere_rank));
+    r.note(fmt::format(
+        "on {} steps rank {}'s own backward overflowed outside its shard: it stepped and its scale "
+        "grew on, while the inf landed in a shard that another rank checks, which skipped",
+        a.elsewhere_steps, a.elsewhere_rank));
   if (a.mix_rank >= 0)
-    r.note(fmt::format("the worst applied step: rank {} at step {} stepped its shard with gradients {} times too "
-                       "large (the ranks' mean scale over its own)",
-                       a.mix_rank, a.mix_step, pow2(std::exp2(a.max_mix_log2))));
+    r.note(
+        fmt::format("the worst applied step: rank {} at step {} stepped its shard with a gradient {} (the "
+                    "ranks' mean scale over its own)",
+                    a.mix_rank, a.mix_step, factor_words(a.max_mix_log2)));
+  if (a.overflow_from >= 0)
+    r.note(
+        fmt::format("from step {} on, every rank's own backward overflowed on every step", a.overflow_from));
   const int64_t after = a.parted_at < 0 ? 0 : m.steps - a.parted_at;
   r.observe("local_parted_at", "sharded-local: first step whose loss scales differ between ranks",
             static_cast<double>(a.parted_at), "", a.parted_at < 0 ? "never" : std::to_string(a.parted_at));
-  r.observe("local_max_mix", "sharded-local: largest factor on an applied shard gradient (log2)", a.max_mix_log2,
-            "", pow2(std::exp2(a.max_mix_log2)));
+  r.observe("local_max_mix", "sharded-local: an applied shard gradient at worst (log2 of its factor)",
+            a.max_mix_log2, "", factor_words(a.max_mix_log2));
   r.observe("local_overflow_from", "sharded-local: every rank's backward overflows from step",
-            static_cast<double>(a.overflow_from), "", a.overflow_from < 0 ? "never" : std::to_string(a.overflow_from));
-  r.observe("local_overflow_elsewhere", "sharded-local: steps a rank's own overflow landed in another's shard",
+            static_cast<double>(a.overflow_from), "",
+            a.overflow_from < 0 ? "never" : std::to_string(a.overflow_from));
+  r.observe("local_overflow_elsewhere",
+            "sharded-local: steps a rank's own overflow landed in another's shard",
             static_cast<double>(a.elsewhere_steps));
   r.observe("local_inf_steps", "sharded-local: steps with an inf", static_cast<double>(local.inf_steps), "",
             fmt::format("{} of {}", local.inf_steps, m.steps));
@@ -498,6 +560,9 @@ void report_apart(const Result& m, const Summary& ddp, const Summary& local, con
             final_scales(runs, " and "));
 }
 
+void report_checks(const std::vector<Summary>& sum, const std::vector<double>& drift, const Apart& a,
+                   const Result& m, lab::Report& r);
+
 void report(const Result& m, lab::Report& r) {
   std::vector<Summary> sum;
   std::vector<double> drift;
@@ -505,10 +570,9 @@ void report(const Result& m, lab::Report& r) {
     sum.push_back(summarize(m.runs[e], kExperiments[e]));
     drift.push_back(lab::max_rel_diff(m.runs[e][0].weights, m.runs[0][0].weights));
   }
-  const Summary &ddp = sum[0], &local = sum[1], &global = sum[2];
   const Apart a = apart_of(m.runs[1]);
   report_runs(m, sum, drift, r);
-  report_apart(m, ddp, local, a, r);
+  report_apart(m, sum[0], sum[1], a, r);
 
   r.detail_section("What crossed between the ranks");
   r.observe("grad_dtype", "dtype of the gradients all-reduced (the parameters'; autocast computed in fp16)",
@@ -521,30 +585,41 @@ void report(const Result& m, lab::Report& r) {
       "gradients each rank checks only its shard, and found_inf must be all-reduced (ShardedGradScaler, "
       "GradScalerOptions::process_group) for one verdict");
 
-  r.check("ddp-same-skips",
-          "ddp: every rank skips the same steps, exactly those where some rank's backward overflowed, and the "
-          "replicas stay bitwise equal",
-          ddp.skipped > 0 && ddp.as_designed && ddp.replicas_equal,
-          fmt::format("{} skipped, {} disagreements, skips {} the overflows, replicas {}", ddp.skipped,
-                      ddp.disagree, ddp.as_designed ? "match" : "do not match",
-                      ddp.replicas_equal ? "bitwise equal" : "differ"));
-  r.check("sharded-local-diverges",
-          "sharded without a global verdict: each rank skips exactly the steps its own shard overflowed, so the "
-          "ranks decide differently and the weights drift from ddp's",
-          local.as_designed && local.disagree > 0 && drift[1] > 0,
-          fmt::format("each rank's skips {} its shard's infs; {} disagreements; drift {}",
-                      local.as_designed ? "match" : "do not match", local.disagree, lab::sci(drift[1])));
+  report_checks(sum, drift, a, m, r);
+}
+
+// The claims, each computed from this run's decisions, scales and weights.
+void report_checks(const std::vector<Summary>& sum, const std::vector<double>& drift, const Apart& a,
+                   const Result& m, lab::Report& r) {
+  const Summary &ddp = sum[0], &local = sum[1], &global = sum[2];
+  r.check(
+      "ddp-same-skips",
+      "ddp: every rank skips the same steps, exactly those where some rank's backward overflowed, and the "
+      "replicas stay bitwise equal",
+      ddp.skipped > 0 && ddp.as_designed && ddp.replicas_equal,
+      fmt::format("{} skipped, {} disagreements, skips {} the overflows, replicas {}", ddp.skipped,
+                  ddp.disagree, ddp.as_designed ? "match" : "do not match",
+                  ddp.replicas_equal ? "bitwise equal" : "differ"));
+  r.check(
+      "sharded-local-diverges",
+      "sharded without a global verdict: each rank skips exactly the steps its own shard overflowed, so the "
+      "ranks decide differently and the weights drift from ddp's",
+      local.as_designed && local.disagree > 0 && drift[1] > 0,
+      fmt::format("each rank's skips {} its shard's infs; {} disagreements; drift {}",
+                  local.as_designed ? "match" : "do not match", local.disagree, lab::sci(drift[1])));
   const int64_t after = a.parted_at < 0 ? 0 : m.steps - a.parted_at;
   r.check("scales-part-then-overflow",
-          "once the ranks' scales differ, an owner applies its shard's gradient at least 2x off, and more steps "
-          "overflow than in ddp",
-          after > 0 && a.max_mix_log2 >= 1 &&
+          fmt::format(
+              "once the ranks' scales differ, an owner applies its shard's gradient {}x off or more (either "
+              "way), and more steps overflow than in ddp",
+              kMixOff),
+          after > 0 && std::abs(a.max_mix_log2) >= std::log2(kMixOff) &&
               static_cast<double>(a.inf_after_part) / static_cast<double>(after) >
                   static_cast<double>(ddp.inf_steps) / static_cast<double>(m.steps),
-          fmt::format("scales differ from step {}; gradients up to {} off; then {} of {} steps had an inf, ddp {} "
-                      "of {}",
-                      a.parted_at, pow2(std::exp2(a.max_mix_log2)), a.inf_after_part, after, ddp.inf_steps,
-                      m.steps));
+          fmt::format(
+              "scales differ from step {}; an applied gradient {}; then {} of {} steps had an inf, ddp {} "
+              "of {}",
+              a.parted_at, factor_words(a.max_mix_log2), a.inf_after_part, after, ddp.inf_steps, m.steps));
   r.check("sharded-global-matches-ddp",
           "sharded with the process-group option: every rank skips the same steps, exactly those where some "
           "shard overflowed, and the weights end bitwise equal to ddp's",

@@ -115,8 +115,7 @@ const std::vector<LabDecl>& catalog() {
        .id = "data-parallel",
        .track = "scale",
        .title = "Sharded gradients need a global inf verdict; DDP has one by construction",
-       .heading = "Ranks training one fp16 model: DDP-style and with sharded gradients, with and without an "
-                  "all-reduced found_inf",
+       .heading = "fp16 ranks, DDP-style and sharded, with and without an all-reduced found_inf",
        .observations = {"ddp_skipped", "local_disagree_steps", "local_drift", "global_disagree_steps",
                         "global_drift", "local_parted_at", "local_max_mix", "local_overflow_from",
                         "local_overflow_elsewhere",

@@ -22,8 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "amp_lab_paths.h"
 #include "lab/ranks.h"
@@ -37,7 +37,9 @@ using Clock = std::chrono::steady_clock;
 const std::string kLab = AMP_LAB_BINARY_DIR "/bin/lab13_data_parallel";
 
 // No rank process is left behind: this process has no children, running or unreaped.
-bool no_children_left() { return waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD; }
+bool no_children_left() {
+  return waitpid(-1, nullptr, WNOHANG) == -1 && errno == ECHILD;
+}
 
 bool process_gone(pid_t pid) {
   for (int i = 0; i < 100; ++i, std::this_thread::sleep_for(std::chrono::milliseconds(20)))
@@ -129,7 +131,9 @@ class Child {
   bool done_ = false;
 };
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // A TCP listener on 127.0.0.1 that accepts every connection and never answers: a silent master.
 class SilentListener {
@@ -177,12 +181,15 @@ int free_port() {
 
 // Rank 1 of a two-rank job whose master is 127.0.0.1:port; `more` comes last, so it replaces any of them.
 std::vector<std::string> rank1_of(int port, const std::vector<std::string>& more = {}) {
-  std::vector<std::string> env{"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)};
+  std::vector<std::string> env{"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                               "MASTER_PORT=" + std::to_string(port)};
   env.insert(env.end(), more.begin(), more.end());
   return env;
 }
 
-lab::Report report_of(const Child& c) { return lab::Report::from_json(nlohmann::json::parse(c.out())); }
+lab::Report report_of(const Child& c) {
+  return lab::Report::from_json(nlohmann::json::parse(c.out()));
+}
 
 }  // namespace
 
@@ -192,16 +199,17 @@ TEST_CASE("linked into another program, the lab starts its own executable as the
   CHECK(r.value("global_disagree_steps") == 0);
   CHECK(r.value("global_drift") == 0);
   CHECK(r.value("local_disagree_steps") >= 1);
-  CHECK(r.value("local_max_mix") >= 1);  // an applied shard gradient at least 2x off
-  CHECK(r.value("grad_dtype") == 32);    // fp32 gradients went over the wire
+  CHECK(std::abs(r.value("local_max_mix")) >= std::log2(1.5));  // an applied shard gradient 1.5x off
+  CHECK(r.value("grad_dtype") == 32);                           // fp32 gradients went over the wire
   CHECK(r.value("fp16_all_reduce_exact") == 1);
   CHECK(no_children_left());
 }
 
 TEST_CASE("a program that links the lab runs its own main, even with a rank's environment") {
   // No static initialiser turns an executable that links the lab into a rank before main().
-  Child self({fs::read_symlink("/proc/self/exe").string(), "--list-test-cases"},
-             {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "AMP_LAB_DATA_PARALLEL_WORKER=1"});
+  Child self(
+      {fs::read_symlink("/proc/self/exe").string(), "--list-test-cases"},
+      {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1", "AMP_LAB_DATA_PARALLEL_WORKER=1"});
   CHECK(self.wait(60) == 0);
   CHECK(self.out().find("linked into another program") != std::string::npos);
 }
@@ -214,6 +222,7 @@ TEST_CASE("default mode, seed 0: the ranks' scales part, and then most steps ove
   CHECK(r.value("local_overflow_from") > r.value("local_parted_at"));
   CHECK(r.value("local_inf_steps") > 4 * r.value("ddp_inf_steps"));
   CHECK(r.value("local_overflow_elsewhere") >= 1);
+  CHECK(r.value("local_max_mix") >= 10);  // here an applied gradient was 2^10 or more times too large
   CHECK(check_keyed(r, "scales-part-then-overflow").passed);
 }
 
@@ -312,7 +321,8 @@ TEST_CASE("bad job variables are usage errors: exit 2 and one line quoting the v
       {"MASTER_ADDR=", "got ''"},
       {"MASTER_PORT=12\x1b[31m", "got '12\\x1b[31m'"},
       {"AMP_LAB_RANK_TIMEOUT=0", "AMP_LAB_RANK_TIMEOUT must be seconds from 0.1 to 3600, got '0'"},
-      {"GLOO_SOCKET_IFNAME=nosuch0", "GLOO_SOCKET_IFNAME names no network interface of this machine: 'nosuch0'"},
+      {"GLOO_SOCKET_IFNAME=nosuch0",
+       "GLOO_SOCKET_IFNAME names no network interface of this machine: 'nosuch0'"},
   };
   for (const auto& [kv, message] : cases) {
     CAPTURE(kv);

@@ -16,7 +16,7 @@
     __has_include(<cusolverDn.h>)
 #define AMP_LAB_WITH_NCCL 1
 #ifndef USE_C10D_NCCL
-#define USE_C10D_NCCL  // the header declares ProcessGroupNCCL only under it; libtorch_cuda defines the symbols
+#define USE_C10D_NCCL  // ProcessGroupNCCL is declared only under it (libtorch_cuda defines it)
 #endif
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #else
@@ -50,8 +50,9 @@ class ProcessGroupReducer final : public FoundInfReducer {
         if (!work->wait(timeout_)) throw std::runtime_error("timed out");
       } catch (const std::exception& e) {
         std::string what = e.what();
-        throw GradScalerError("amp::GradScaler: the all-reduce of found_inf across ranks failed (a rank died "
-                              "or hangs?): " + what.substr(0, what.find('\n')));
+        throw GradScalerError(
+            "amp::GradScaler: the all-reduce of found_inf across ranks failed (a rank died or hangs?): " +
+            what.substr(0, what.find('\n')));
       }
     }
     for (auto& [cpu_flag, on_device] : copied_back) cpu_flag.copy_(on_device);
@@ -83,7 +84,9 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_group(const c10::intrusive_ptr<c10d:
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
 }
 
-bool nccl_built() { return AMP_LAB_WITH_NCCL != 0; }
+bool nccl_built() {
+  return AMP_LAB_WITH_NCCL != 0;
+}
 
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                   int world_size, std::chrono::milliseconds timeout) {
@@ -93,8 +96,9 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d:
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
 #else
   (void)store, (void)rank, (void)world_size, (void)timeout;
-  throw std::runtime_error("amp::make_nccl_group: this build of amp_lab has no NCCL (a CPU-only LibTorch, or "
-                           "nccl.h or the CUDA math headers were missing when it was compiled)");
+  throw std::runtime_error(
+      "amp::make_nccl_group: this build of amp_lab has no NCCL (a CPU-only LibTorch, or nccl.h or the CUDA "
+      "math headers were missing when it was compiled)");
 #endif
 }
 

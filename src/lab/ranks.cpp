@@ -49,7 +49,8 @@ int env_int(const char* name, int lo, int hi, std::optional<int> fallback) {
     if (fallback) return *fallback;
     throw UsageError(fmt::format("{} is not set (it must be an integer from {} to {})", name, lo, hi));
   }
-  const bool digits = v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits =
+      v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
   const long n = digits ? std::stol(v) : -1;
   if (!digits || n < lo || n > hi)
     throw UsageError(fmt::format("{} must be an integer from {} to {}, got {}", name, lo, hi, quote(v)));
@@ -60,7 +61,8 @@ milliseconds rank_timeout() {
   const std::string v = env(kRankTimeoutVar);
   if (v.empty()) return std::chrono::seconds(30);
   char* end = nullptr;
-  const bool plain = std::all_of(v.begin(), v.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  const bool plain =
+      std::all_of(v.begin(), v.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
   const double s = plain ? std::strtod(v.c_str(), &end) : -1;
   if (!plain || end != v.c_str() + v.size() || !(s >= 0.1 && s <= 3600))
     throw UsageError(fmt::format("{} must be seconds from 0.1 to 3600, got {}", kRankTimeoutVar, quote(v)));
@@ -72,8 +74,8 @@ namespace {
 // A host name (RFC 1123 letters, digits, '-', '.', and the '_' some networks use) or an IPv4/IPv6 address.
 bool plausible_host(const std::string& h) {
   return !h.empty() && h.size() <= 253 && std::all_of(h.begin(), h.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-           c == '_' || c == ':';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == ':';
   });
 }
 
@@ -101,7 +103,9 @@ int millis_left(Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
 }
 
-std::string seconds(milliseconds t) { return fmt::format("{:g} s", t.count() / 1000.0); }
+std::string seconds(milliseconds t) {
+  return fmt::format("{:g} s", t.count() / 1000.0);
+}
 
 // Runs `fn` on a thread of its own and waits until `deadline` for it. A call still running then is left
 // to finish on its own (a resolver waiting for DNS, a handshake with a peer that never answers): nothing
@@ -126,7 +130,8 @@ struct Address {
   socklen_t len = 0;
 };
 
-std::vector<Address> resolve(const std::string& host, int port, Clock::time_point deadline, milliseconds timeout) {
+std::vector<Address> resolve(const std::string& host, int port, Clock::time_point deadline,
+                             milliseconds timeout) {
   auto lookup = [host, port] {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -202,8 +207,9 @@ void check_store_answers(const std::string& host, int port, milliseconds timeout
   int fd = -1, last_errno = 0;
   while ((fd = try_connect(addrs, deadline, &last_errno)) < 0) {  // rank 0 may not listen yet
     if (Clock::now() >= deadline)
-      throw std::runtime_error(fmt::format("no store accepted a connection at {} within {} ({}): is rank 0 running?",
-                                           where, seconds(timeout), std::strerror(last_errno)));
+      throw std::runtime_error(
+          fmt::format("no store accepted a connection at {} within {} ({}): is rank 0 running?", where,
+                      seconds(timeout), std::strerror(last_errno)));
     std::this_thread::sleep_for(milliseconds(std::min(100, millis_left(deadline))));
   }
   using c10d::detail::QueryType;
@@ -219,16 +225,17 @@ void check_store_answers(const std::string& host, int port, milliseconds timeout
   close(fd);
   if (got < 0)
     throw std::runtime_error(fmt::format(
-        "the store at {} accepted the connection but did not answer within {}: is it rank 0's TCPStore?", where,
-        seconds(timeout)));
+        "the store at {} accepted the connection but did not answer within {}: is it rank 0's TCPStore?",
+        where, seconds(timeout)));
   if (got == 0 || echoed != nonce)
-    throw std::runtime_error(
-        fmt::format("the server at {} does not answer as a c10d TCPStore does (closed or wrong reply)", where));
+    throw std::runtime_error(fmt::format(
+        "the server at {} does not answer as a c10d TCPStore does (closed or wrong reply)", where));
 }
 
 }  // namespace
 
-c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, bool server, milliseconds timeout) {
+c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, bool server,
+                                              milliseconds timeout) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(port);
   o.isServer = server;
@@ -246,12 +253,13 @@ c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port,
   } catch (const std::exception& e) {
     throw std::runtime_error("connecting to the store failed: " + one_line(e));
   }
-  throw std::runtime_error(
-      fmt::format("the store at {} stopped answering during the handshake ({})", quote(fmt::format("{}:{}", host, port)),
-                  seconds(timeout)));
+  throw std::runtime_error(fmt::format("the store at {} stopped answering during the handshake ({})",
+                                       quote(fmt::format("{}:{}", host, port)), seconds(timeout)));
 }
 
-int store_port(c10d::Store& store) { return static_cast<c10d::TCPStore&>(store).getPort(); }
+int store_port(c10d::Store& store) {
+  return static_cast<c10d::TCPStore&>(store).getPort();
+}
 
 // ---- The program a rank runs ------------------------------------------------------------------------
 
@@ -263,12 +271,14 @@ RankProgram rank_program(const std::string& id) {
   std::error_code ec;
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec && self.filename() == executable) return {self.string(), {}};
-  for (const fs::path& candidate : {self.parent_path() / executable, fs::path(AMP_LAB_BINARY_DIR) / "bin" / executable})
+  for (const fs::path& candidate :
+       {self.parent_path() / executable, fs::path(AMP_LAB_BINARY_DIR) / "bin" / executable})
     if (!ec && access(candidate.c_str(), X_OK) == 0) return {candidate.string(), {}};
   if (!ec && self.filename() == "amp-lab") return {self.string(), {"run", id}};
-  throw std::runtime_error(fmt::format("the ranks run {}, which is neither beside {} nor in {}/bin: build it "
-                                       "(cmake --build build --target {})",
-                                       executable, escape(self.string()), AMP_LAB_BINARY_DIR, executable));
+  throw std::runtime_error(
+      fmt::format("the ranks run {}, which is neither beside {} nor in {}/bin: build it "
+                  "(cmake --build build --target {})",
+                  executable, escape(self.string()), AMP_LAB_BINARY_DIR, executable));
 }
 
 // ---- The rank processes -----------------------------------------------------------------------------
@@ -281,7 +291,8 @@ struct sigaction g_before[kNumStopSignals];  // what was installed before ours, 
 volatile sig_atomic_t g_stop_signal = 0;     // the signal that asks the ranks to stop (0: none)
 
 bool is_program_handler(const struct sigaction& a) {
-  return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction != nullptr : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+  return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction != nullptr
+                                   : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
 }
 
 void on_stop_signal(int signo, siginfo_t* info, void* context) {
@@ -289,8 +300,10 @@ void on_stop_signal(int signo, siginfo_t* info, void* context) {
     if (kStopSignals[i] != signo) continue;
     const struct sigaction& before = g_before[i];
     if (is_program_handler(before)) {  // the program decides (amp-lab lets the running lab finish)
-      if (before.sa_flags & SA_SIGINFO) before.sa_sigaction(signo, info, context);
-      else before.sa_handler(signo);
+      if (before.sa_flags & SA_SIGINFO)
+        before.sa_sigaction(signo, info, context);
+      else
+        before.sa_handler(signo);
       return;
     }
   }
@@ -337,8 +350,9 @@ std::vector<std::string> environment_with(std::vector<std::string> vars) {
   for (char** e = environ; *e; ++e) {  // the rest of this process's environment, minus what vars sets
     const char* eq = std::strchr(*e, '=');
     const size_t n = eq ? static_cast<size_t>(eq - *e) + 1 : 0;
-    const bool replaced =
-        n > 0 && std::any_of(vars.begin(), vars.end(), [&](const std::string& v) { return v.compare(0, n, *e, n) == 0; });
+    const bool replaced = n > 0 && std::any_of(vars.begin(), vars.end(), [&](const std::string& v) {
+                            return v.compare(0, n, *e, n) == 0;
+                          });
     if (!replaced) vars.emplace_back(*e);
   }
   return vars;
@@ -359,7 +373,7 @@ Rank start_rank(const RankProgram& program, std::vector<std::string> vars) {
   const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls until exec
+  if (pid == 0) {   // only async-signal-safe calls until exec
     setpgid(0, 0);  // a process group of its own: the terminal's Ctrl-C goes to the lab, which stops it
     prctl(PR_SET_PDEATHSIG, SIGKILL);  // the lab's process dies: its ranks die with it
     if (getppid() != parent) _exit(3);
@@ -405,7 +419,8 @@ std::string last_words(const Rank& r) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   s = s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
   if (const auto at = s.find(": lab failed: "); at != std::string::npos) s = s.substr(at + 14);
-  if (s.rfind("[", 0) == 0 && s.find("] ") != std::string::npos) s = s.substr(s.find("] ") + 2);  // Gloo's [file:line]
+  if (s.rfind("[", 0) == 0 && s.find("] ") != std::string::npos)
+    s = s.substr(s.find("] ") + 2);  // Gloo's [file:line]
   return s.empty() ? "(it printed nothing)" : safe_line(s, 240);
 }
 
@@ -440,10 +455,16 @@ std::string blame(const std::vector<Rank>& ranks) {
   }
   const std::string peer =
       first_failed < 0 ? "" : fmt::format("; rank {}: {}", first_failed, last_words(ranks[first_failed]));
-  if (!stopped.empty()) return ranks_named(stopped, world) + " stopped answering (stopped by a signal)" + peer;
-  if (!silent.empty()) return ranks_named(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
+  if (!stopped.empty())
+    return ranks_named(stopped, world) + " stopped answering (stopped by a signal)" + peer;
+  if (!silent.empty())
+    return ranks_named(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
   const Rank& r = ranks[first_failed];
-  return fmt::format("rank {} of {} failed (exit code {}): {}", first_failed, world, WEXITSTATUS(r.status), last_words(r));
+  if (WEXITSTATUS(r.status) == 127 && r.err.empty())
+    return fmt::format("rank {} of {} could not be started (exec failed, exit code 127)", first_failed,
+                       world);
+  return fmt::format("rank {} of {} failed (exit code {}): {}", first_failed, world, WEXITSTATUS(r.status),
+                     last_words(r));
 }
 
 void stop_all(std::vector<Rank>& ranks) {
@@ -467,62 +488,81 @@ void write_pids(const std::string& path, const std::vector<Rank>& ranks) {
     if (!out.flush()) throw std::runtime_error("cannot write the ranks' process ids to " + quote(tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot write the ranks' process ids to " + quote(path) + ": " + std::strerror(errno));
+    throw std::runtime_error("cannot write the ranks' process ids to " + quote(path) + ": " +
+                             std::strerror(errno));
+}
+
+}  // namespace
+
+namespace {
+
+// Every rank still running when the call ends, however it ends, is stopped and reaped.
+struct RankSet {
+  std::vector<Rank> ranks;
+  RankSet() = default;
+  RankSet(const RankSet&) = delete;
+  RankSet& operator=(const RankSet&) = delete;
+  ~RankSet() { stop_all(ranks); }
+};
+
+// Reads what the ranks printed and reaps those that ended (a stop or a continue is noted); true when all
+// have ended. `first_failure` is set when the first one fails.
+bool sweep(std::vector<Rank>& ranks, std::optional<Clock::time_point>& first_failure) {
+  std::vector<pollfd> fds;
+  for (const Rank& r : ranks)
+    if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
+  if (fds.empty())
+    std::this_thread::sleep_for(milliseconds(20));
+  else
+    poll(fds.data(), fds.size(), 20);
+  bool all_ended = true;
+  for (Rank& r : ranks) {
+    if (r.ended) continue;
+    drain(r);
+    int status = 0;
+    if (waitpid(r.pid, &status, WNOHANG | WUNTRACED | WCONTINUED) == r.pid) {
+      if (WIFSTOPPED(status))
+        r.stopped = true;
+      else if (WIFCONTINUED(status))
+        r.stopped = false;
+      else
+        r.ended = true, r.status = status, drain(r);
+    }
+    all_ended &= r.ended;
+    if (failed(r) && !first_failure) first_failure = Clock::now();
+  }
+  return all_ended;
+}
+
+void watch(std::vector<Rank>& ranks, const SpawnOptions& o) {
+  const auto end = Clock::now() + o.deadline;
+  constexpr auto kGrace = milliseconds(2000);  // after a failure, for the healthy peers to fail too
+  std::optional<Clock::time_point> first_failure;
+  for (;;) {
+    const bool all_ended = sweep(ranks, first_failure);
+    if (const int signo = g_stop_signal; signo != 0)
+      throw Interrupted(
+          fmt::format("interrupted by {}: its {} ranks were stopped", signal_name(signo), o.world), signo);
+    const bool killed = std::any_of(ranks.begin(), ranks.end(),
+                                    [](const Rank& r) { return r.ended && WIFSIGNALED(r.status); });
+    const bool stopped =
+        std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return !r.ended && r.stopped; });
+    if (first_failure && (killed || stopped || all_ended || Clock::now() - *first_failure > kGrace))
+      throw std::runtime_error(blame(ranks));
+    if (all_ended) return;
+    if (Clock::now() > end)
+      throw std::runtime_error(fmt::format("ranks still running after {} s: stopped", o.deadline.count()));
+  }
 }
 
 }  // namespace
 
 void spawn_ranks(const SpawnOptions& o) {
   const StopSignals signals;
-  std::vector<Rank> ranks;
-  try {
-    for (int rank = 0; rank < o.world; ++rank) ranks.push_back(start_rank(o.program, o.vars_of(rank)));
-    if (!o.pids_file.empty()) write_pids(o.pids_file, ranks);
-  } catch (...) {
-    stop_all(ranks);
-    throw;
-  }
-  const auto end = Clock::now() + o.deadline;
-  constexpr auto kGrace = milliseconds(2000);  // after a failure, for the healthy peers to fail too
-  std::optional<Clock::time_point> first_failure;
-  for (;;) {
-    std::vector<pollfd> fds;
-    for (const Rank& r : ranks)
-      if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
-    if (fds.empty()) std::this_thread::sleep_for(milliseconds(20));
-    else poll(fds.data(), fds.size(), 20);
-    bool all_ended = true;
-    for (Rank& r : ranks) {
-      if (r.ended) continue;
-      drain(r);
-      int status = 0;
-      const pid_t got = waitpid(r.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
-      if (got == r.pid && WIFSTOPPED(status)) r.stopped = true;
-      else if (got == r.pid && WIFCONTINUED(status)) r.stopped = false;
-      else if (got == r.pid) r.ended = true, r.status = status, drain(r);
-      all_ended &= r.ended;
-      if (failed(r) && !first_failure) first_failure = Clock::now();
-    }
-    if (g_stop_signal != 0) {
-      const int signo = g_stop_signal;
-      stop_all(ranks);
-      throw Interrupted(fmt::format("interrupted by {}: its {} ranks were stopped", signal_name(signo), o.world),
-                        signo);
-    }
-    const bool killed = std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return r.ended && WIFSIGNALED(r.status); });
-    const bool stopped = std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return !r.ended && r.stopped; });
-    if (first_failure && (killed || stopped || all_ended || Clock::now() - *first_failure > kGrace)) {
-      const std::string why = blame(ranks);
-      stop_all(ranks);
-      throw std::runtime_error(why);
-    }
-    if (all_ended) break;
-    if (Clock::now() > end) {
-      stop_all(ranks);
-      throw std::runtime_error(fmt::format("ranks still running after {} s: stopped", o.deadline.count()));
-    }
-  }
-  for (Rank& r : ranks) drain(r);
+  RankSet set;
+  for (int rank = 0; rank < o.world; ++rank) set.ranks.push_back(start_rank(o.program, o.vars_of(rank)));
+  if (!o.pids_file.empty()) write_pids(o.pids_file, set.ranks);
+  watch(set.ranks, o);
 }
 
 // ---- Values through the store -----------------------------------------------------------------------

@@ -64,8 +64,8 @@ int store_port(c10d::Store& store);
 
 // How to start a program that runs the lab `id` (its declaration in labs/catalog.cpp) as one rank: the lab's
 // own executable, when this process is it, or found beside this program or in this build's bin/ folder;
-// otherwise, when this process is the amp-lab runner, "amp-lab run <id>". Throws std::runtime_error (one line) when neither
-// is there. `args` are the lab's flags, appended by spawn_ranks.
+// otherwise, when this process is the amp-lab runner, "amp-lab run <id>". Throws std::runtime_error (one
+// line) when neither is there. `args` are the lab's flags, appended by spawn_ranks.
 struct RankProgram {
   std::string path;
   std::vector<std::string> args;
@@ -76,7 +76,7 @@ struct SpawnOptions {
   int world = 2;
   RankProgram program;
   std::function<std::vector<std::string>(int rank)> vars_of;  // "NAME=value", added to this environment
-  std::chrono::seconds deadline{240};                          // the whole run
+  std::chrono::seconds deadline{240};                         // the whole run
   // Where to write the ranks' process ids, one a line in rank order, once all are started ("" for
   // nowhere): tests stop or kill a rank from outside.
   std::string pids_file;
