@@ -209,10 +209,10 @@ struct Result {
   lab::Context ctx;
   int world = 0;
   int64_t steps = 0;
-  std::string where;       // spawned here, or this rank of a job
-  std::string backend;     // which c10d backend, on which tensors, and why
-  std::string sockets;     // where Gloo's sockets bind
-  std::string grad_dtype;  // the dtypes of the gradients the ranks all-reduced ("fp32, fp32, ...")
+  std::string where;                       // spawned here, or this rank of a job
+  std::string backend;                     // which c10d backend, on which tensors, and why
+  std::string sockets;                     // where Gloo's sockets bind
+  std::string grad_dtype;                  // the dtype of the gradients the ranks all-reduced ("fp32")
   bool fp16_all_reduce_exact = false;      // an fp16 tensor all-reduced once, its sum exact on every rank
   std::vector<std::vector<RankRun>> runs;  // [experiment][rank]
 };

@@ -572,15 +572,28 @@ void store_set(c10d::Store& store, const std::string& key, const void* data, siz
   store.set(key, std::vector<uint8_t>(b, b + bytes));
 }
 
+namespace {
+
+// The key's value, once it is there; a store that has none within its timeout is one line.
+std::vector<uint8_t> store_get(c10d::Store& store, const std::string& key) {
+  try {
+    store.wait({key});
+    return store.get(key);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("the store had no {} within {}: {}", quote(key),
+                                         seconds(store.getTimeout()), one_line(e)));
+  }
+}
+
+}  // namespace
+
 std::vector<float> store_get_floats(c10d::Store& store, const std::string& key) {
-  store.wait({key});
-  const auto v = store.get(key);
+  const auto v = store_get(store, key);
   return {reinterpret_cast<const float*>(v.data()), reinterpret_cast<const float*>(v.data() + v.size())};
 }
 
 std::string store_get_string(c10d::Store& store, const std::string& key) {
-  store.wait({key});
-  const auto v = store.get(key);
+  const auto v = store_get(store, key);
   return {v.begin(), v.end()};
 }
 
