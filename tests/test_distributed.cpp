@@ -145,7 +145,7 @@ TEST_CASE("with the process group and no inf anywhere, both ranks step") {
   }
 }
 
-TEST_CASE("NCCL: built only against a CUDA LibTorch with its headers; otherwise one clear error") {
+TEST_CASE("NCCL is built only against a CUDA LibTorch with its headers, and otherwise says so in one line") {
   if (amp::nccl_built()) {
     MESSAGE("this build has NCCL: a group needs a GPU per rank (lab 13 runs one on such a machine)");
     return;
