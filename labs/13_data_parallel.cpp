@@ -212,6 +212,7 @@ struct Result {
   std::string where;                       // spawned here, or this rank of a job
   std::string backend;                     // which c10d backend, on which tensors, and why
   std::string sockets;                     // where Gloo's sockets bind
+  std::chrono::milliseconds timeout{0};    // the longest one network wait may take
   std::string grad_dtype;                  // the dtype of the gradients the ranks all-reduced ("fp32")
   bool fp16_all_reduce_exact = false;      // an fp16 tensor all-reduced once, its sum exact on every rank
   std::vector<std::vector<RankRun>> runs;  // [experiment][rank]
@@ -349,6 +350,7 @@ Result measure(const lab::Context& ctx) {
   m.world = job ? job->world : lab::env_int("WORLD_SIZE", 2, kMaxWorld, kDefaultWorld);
   const auto [gloo_host, sockets] = gloo_sockets(job ? job->master_addr : "127.0.0.1");
   m.sockets = sockets;
+  m.timeout = timeout;
   m.backend = backend_words(m);
   if (job)
     run_as_job_rank(*job, gloo_host, timeout, m);
@@ -580,6 +582,8 @@ void report(const Result& m, lab::Report& r) {
   r.observe("fp16_all_reduce_exact", "an fp16 tensor all-reduced once: its sum exact on every rank",
             m.fp16_all_reduce_exact, "", m.fp16_all_reduce_exact ? "yes" : "no");
   r.note("Gloo's sockets: " + m.sockets);
+  r.note(fmt::format("each network wait (the store, its handshake, every collective) may take {:g} s ({})",
+                     m.timeout.count() / 1000.0, lab::kRankTimeoutVar));
   r.takeaway(
       "DDP all-reduces the gradients before unscaling, so every rank checks every inf; with sharded "
       "gradients each rank checks only its shard, and found_inf must be all-reduced (ShardedGradScaler, "
