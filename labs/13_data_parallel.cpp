@@ -580,7 +580,8 @@ void report(const Result& m, lab::Report& r) {
   r.observe("grad_dtype", "dtype of the gradients all-reduced (the parameters'; autocast computed in fp16)",
             m.grad_dtype == "fp32" ? 32 : 0, "", m.grad_dtype);
   r.observe("fp16_all_reduce_exact", "an fp16 tensor all-reduced once: its sum exact on every rank",
-            m.fp16_all_reduce_exact, "", m.fp16_all_reduce_exact ? "yes" : "no");
+            m.fp16_all_reduce_exact, "",
+            m.fp16_all_reduce_exact ? "exact on every rank" : "not exact on some rank");
   r.note("Gloo's sockets: " + m.sockets);
   r.note(fmt::format("each network wait (the store, its handshake, every collective) may take {:g} s ({})",
                      m.timeout.count() / 1000.0, lab::kRankTimeoutVar));
