@@ -21,17 +21,25 @@ Table& Table::row(std::vector<std::string> cells) {
 
 Report::Report(std::string lab_id, std::string title) : id_(std::move(lab_id)), title_(std::move(title)) {}
 
-void Report::section(std::string heading) { blocks_.push_back(Heading{std::move(heading), /*detail=*/false}); }
+void Report::section(std::string heading) {
+  blocks_.push_back(Heading{std::move(heading), /*detail=*/false});
+}
 void Report::detail_section(std::string heading) {
   blocks_.push_back(Heading{std::move(heading), /*detail=*/true});
 }
-void Report::note(std::string text) { blocks_.push_back(Note{std::move(text)}); }
-void Report::takeaway(std::string text) { blocks_.push_back(Takeaway{std::move(text)}); }
+void Report::note(std::string text) {
+  blocks_.push_back(Note{std::move(text)});
+}
+void Report::takeaway(std::string text) {
+  blocks_.push_back(Takeaway{std::move(text)});
+}
 
 const Observation& Report::observe(std::string key, std::string label, double value, std::string unit,
                                    std::string text) {
-  if (find(key)) throw std::invalid_argument("report '" + id_ + "': observation '" + key + "' recorded twice");
-  if (text.empty()) text = unit == "%" ? percent(value / 100.0, 2) : num(value) + (unit.empty() ? "" : " " + unit);
+  if (find(key))
+    throw std::invalid_argument("report '" + id_ + "': observation '" + key + "' recorded twice");
+  if (text.empty())
+    text = unit == "%" ? percent(value / 100.0, 2) : num(value) + (unit.empty() ? "" : " " + unit);
   observations_.push_back({std::move(key), std::move(label), value, std::move(unit), std::move(text)});
   blocks_.push_back(ObsRef{observations_.size() - 1});
   return observations_.back();
@@ -71,7 +79,8 @@ bool Report::passed() const {
 }
 
 int Report::checks_passed() const {
-  return static_cast<int>(std::count_if(checks_.begin(), checks_.end(), [](const Check& c) { return c.passed; }));
+  return static_cast<int>(
+      std::count_if(checks_.begin(), checks_.end(), [](const Check& c) { return c.passed; }));
 }
 
 const Observation* Report::find(std::string_view key) const {
@@ -90,14 +99,16 @@ std::string Report::render_text(const RenderOptions& options) const {
   // Observations, tables, charts and notes; in the essential sections, the detail ones, or both.
   const bool essential = options.part == Part::All || options.part == Part::Measured;
   const bool details = options.part == Part::All || options.part == Part::Details;
-  const bool verdict = options.part == Part::All || options.part == Part::Verdict;  // checks, takeaways, verdict
+  const bool verdict =
+      options.part == Part::All || options.part == Part::Verdict;  // checks, takeaways, verdict
   size_t label_width = 0;
   for (const auto& o : observations_) label_width = std::max(label_width, display_width(o.label));
   label_width = std::min<size_t>(label_width, 52);
 
   const bool neutral = options.part == Part::Measured && !options.heading.empty();
   std::string out;
-  if (options.part != Part::Details) out += style.bold("== " + (neutral ? options.heading : title_) + " ==") + "\n";
+  if (options.part != Part::Details)
+    out += style.bold("== " + (neutral ? options.heading : title_) + " ==") + "\n";
   if (essential && !header_.empty()) out += style.dim(header_) + "\n";
   bool in_detail = false;
   for (const Block& block : blocks_) {
@@ -149,18 +160,22 @@ nlohmann::json Report::to_json() const {
   for (const auto& o : observations_)
     j["observations"][o.key] = {{"label", o.label}, {"value", o.value}, {"unit", o.unit}, {"text", o.text}};
   j["tables"] = nlohmann::json::array();
-  for (const auto& t : tables_) j["tables"].push_back({{"title", t.title()}, {"columns", t.columns()}, {"rows", t.rows()}});
+  for (const auto& t : tables_)
+    j["tables"].push_back({{"title", t.title()}, {"columns", t.columns()}, {"rows", t.rows()}});
   j["charts"] = nlohmann::json::array();
-  for (const auto& c : charts_) j["charts"].push_back({{"title", c.title}, {"lines", c.lines}, {"data", c.data}});
+  for (const auto& c : charts_)
+    j["charts"].push_back({{"title", c.title}, {"lines", c.lines}, {"data", c.data}});
   j["checks"] = nlohmann::json::array();
   for (const auto& c : checks_)
-    j["checks"].push_back({{"key", c.key}, {"claim", c.claim}, {"evidence", c.evidence}, {"passed", c.passed}});
+    j["checks"].push_back(
+        {{"key", c.key}, {"claim", c.claim}, {"evidence", c.evidence}, {"passed", c.passed}});
   j["notes"] = nlohmann::json::array();
   j["takeaways"] = nlohmann::json::array();
   // The order of everything, so that from_json() renders the report as the lab did.
   j["blocks"] = nlohmann::json::array();
   for (const auto& b : blocks_) {
-    if (auto* h = std::get_if<Heading>(&b)) j["blocks"].push_back({{"section", h->text}, {"detail", h->detail}});
+    if (auto* h = std::get_if<Heading>(&b))
+      j["blocks"].push_back({{"section", h->text}, {"detail", h->detail}});
     if (auto* n = std::get_if<Note>(&b)) {
       j["notes"].push_back(n->text);
       j["blocks"].push_back({{"note", n->text}});
@@ -169,7 +184,8 @@ nlohmann::json Report::to_json() const {
       j["takeaways"].push_back(t->text);
       j["blocks"].push_back({{"takeaway", t->text}});
     }
-    if (auto* o = std::get_if<ObsRef>(&b)) j["blocks"].push_back({{"observation", observations_[o->index].key}});
+    if (auto* o = std::get_if<ObsRef>(&b))
+      j["blocks"].push_back({{"observation", observations_[o->index].key}});
     if (auto* t = std::get_if<TableRef>(&b)) j["blocks"].push_back({{"table", t->index}});
     if (auto* c = std::get_if<ChartRef>(&b)) j["blocks"].push_back({{"chart", c->index}});
     if (auto* c = std::get_if<CheckRef>(&b)) j["blocks"].push_back({{"check", c->index}});
@@ -207,7 +223,8 @@ Report Report::from_json(const nlohmann::json& j) {
   r.elapsed_s_ = field(j, "elapsed_s", T::number_float).get<double>();
   const auto& observations = field(j, "observations", T::object);
   for (const auto& t : field(j, "tables", T::array)) {
-    Table& table = r.tables_.emplace_back(text_of(t, "title"), field(t, "columns", T::array).get<std::vector<std::string>>());
+    Table& table = r.tables_.emplace_back(text_of(t, "title"),
+                                          field(t, "columns", T::array).get<std::vector<std::string>>());
     for (const auto& row : field(t, "rows", T::array)) table.row(row.get<std::vector<std::string>>());
   }
   for (const auto& c : field(j, "charts", T::array))

@@ -17,8 +17,8 @@ struct Observation {
   std::string key;    // stable name, used by quiz.yaml placeholders: {lost_share}
   std::string label;  // what a person reads
   double value = 0;
-  std::string unit;   // "%", "ms", "x", "" ...
-  std::string text;   // the value as printed, unit included
+  std::string unit;  // "%", "ms", "x", "" ...
+  std::string text;  // the value as printed, unit included
 };
 
 // A claim, the measured evidence for it, and whether the evidence supports it. The key is stable (tests,
@@ -116,13 +116,28 @@ class Report {
   static Report from_json(const nlohmann::json& j);
 
  private:
-  struct Heading { std::string text; bool detail = false; };
-  struct Note { std::string text; };
-  struct Takeaway { std::string text; };
-  struct ObsRef { size_t index; };
-  struct TableRef { size_t index; };
-  struct ChartRef { size_t index; };
-  struct CheckRef { size_t index; };
+  struct Heading {
+    std::string text;
+    bool detail = false;
+  };
+  struct Note {
+    std::string text;
+  };
+  struct Takeaway {
+    std::string text;
+  };
+  struct ObsRef {
+    size_t index;
+  };
+  struct TableRef {
+    size_t index;
+  };
+  struct ChartRef {
+    size_t index;
+  };
+  struct CheckRef {
+    size_t index;
+  };
   using Block = std::variant<Heading, Note, Takeaway, ObsRef, TableRef, ChartRef, CheckRef>;
 
   std::string id_;

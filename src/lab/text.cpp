@@ -1,10 +1,10 @@
 #include "lab/text.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -36,13 +36,16 @@ std::vector<std::string> format_table(const std::vector<std::string>& columns,
   std::vector<size_t> width(columns.size(), 0);
   for (size_t i = 0; i < columns.size(); ++i) width[i] = display_width(columns[i]);
   for (const auto& row : rows)
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i) width[i] = std::max(width[i], display_width(row[i]));
-  // Numbers line up on the right, words on the left: a column is numeric when every cell starts like a number.
+    for (size_t i = 0; i < row.size() && i < width.size(); ++i)
+      width[i] = std::max(width[i], display_width(row[i]));
+  // Numbers line up on the right, words on the left: a column is numeric when every cell starts like a
+  // number.
   std::vector<bool> numeric(columns.size(), !rows.empty());
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size() && i < numeric.size(); ++i)
-      numeric[i] = numeric[i] && (row[i].empty() || std::isdigit(static_cast<unsigned char>(row[i][0])) ||
-                                  ((row[i][0] == '-' || row[i][0] == '+' || row[i][0] == '.') && row[i].size() > 1));
+      numeric[i] =
+          numeric[i] && (row[i].empty() || std::isdigit(static_cast<unsigned char>(row[i][0])) ||
+                         ((row[i][0] == '-' || row[i][0] == '+' || row[i][0] == '.') && row[i].size() > 1));
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
@@ -98,10 +101,14 @@ size_t utf8_length(std::string_view s, size_t i, char32_t* code_point) {
   }
   size_t n;
   char32_t cp, min;
-  if ((b0 & 0xE0) == 0xC0) n = 2, cp = b0 & 0x1F, min = 0x80;
-  else if ((b0 & 0xF0) == 0xE0) n = 3, cp = b0 & 0x0F, min = 0x800;
-  else if ((b0 & 0xF8) == 0xF0) n = 4, cp = b0 & 0x07, min = 0x10000;
-  else return 0;
+  if ((b0 & 0xE0) == 0xC0)
+    n = 2, cp = b0 & 0x1F, min = 0x80;
+  else if ((b0 & 0xF0) == 0xE0)
+    n = 3, cp = b0 & 0x0F, min = 0x800;
+  else if ((b0 & 0xF8) == 0xF0)
+    n = 4, cp = b0 & 0x07, min = 0x10000;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -115,7 +122,8 @@ size_t utf8_length(std::string_view s, size_t i, char32_t* code_point) {
 // Characters a terminal acts on instead of printing: C0 and C1 controls, DEL, and the bidirectional
 // overrides and isolates that reorder what follows them.
 bool is_control(char32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
 }
 
 std::string escaped(std::string_view input, size_t max_glyphs, bool escape_backslash, bool* cut) {
@@ -126,14 +134,21 @@ std::string escaped(std::string_view input, size_t max_glyphs, bool escape_backs
     char32_t cp = 0;
     const size_t n = utf8_length(input, i, &cp);
     std::string piece;
-    if (n == 0) piece = fmt::format("\\x{:02x}", static_cast<unsigned char>(input[i]));
-    else if (cp == '\n') piece = "\\n";
-    else if (cp == '\r') piece = "\\r";
-    else if (cp == '\t') piece = "\\t";
-    else if (cp == '\\' && escape_backslash) piece = "\\\\";
-    else if (is_control(cp)) piece = cp < 0x80 ? fmt::format("\\x{:02x}", static_cast<unsigned>(cp))
-                                               : fmt::format("\\u{:04x}", static_cast<unsigned>(cp));
-    else piece = std::string(input.substr(i, n));
+    if (n == 0)
+      piece = fmt::format("\\x{:02x}", static_cast<unsigned char>(input[i]));
+    else if (cp == '\n')
+      piece = "\\n";
+    else if (cp == '\r')
+      piece = "\\r";
+    else if (cp == '\t')
+      piece = "\\t";
+    else if (cp == '\\' && escape_backslash)
+      piece = "\\\\";
+    else if (is_control(cp))
+      piece = cp < 0x80 ? fmt::format("\\x{:02x}", static_cast<unsigned>(cp))
+                        : fmt::format("\\u{:04x}", static_cast<unsigned>(cp));
+    else
+      piece = std::string(input.substr(i, n));
     const size_t width = n == 0 || piece.size() > n ? piece.size() : 1;
     if (glyphs + width > max_glyphs) {
       *cut = true;
@@ -146,7 +161,9 @@ std::string escaped(std::string_view input, size_t max_glyphs, bool escape_backs
   return out;
 }
 
-std::string size_note(size_t bytes) { return fmt::format("({} bytes)", bytes); }
+std::string size_note(size_t bytes) {
+  return fmt::format("({} bytes)", bytes);
+}
 
 }  // namespace
 
@@ -178,9 +195,17 @@ size_t invalid_utf8_at(std::string_view s) {
   return std::string_view::npos;
 }
 
-std::string percent(double share, int decimals) { return fmt::format("{:.{}f}%", share * 100.0, decimals); }
-std::string sci(double value, int digits) { return fmt::format("{:.{}e}", value, std::max(0, digits - 1)); }
-std::string num(double value, int digits) { return fmt::format("{:.{}g}", value, digits); }
-std::string count_of(long long k, long long n) { return fmt::format("{} of {}", k, n); }
+std::string percent(double share, int decimals) {
+  return fmt::format("{:.{}f}%", share * 100.0, decimals);
+}
+std::string sci(double value, int digits) {
+  return fmt::format("{:.{}e}", value, std::max(0, digits - 1));
+}
+std::string num(double value, int digits) {
+  return fmt::format("{:.{}g}", value, digits);
+}
+std::string count_of(long long k, long long n) {
+  return fmt::format("{} of {}", k, n);
+}
 
 }  // namespace lab

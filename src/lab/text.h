@@ -38,8 +38,8 @@ bool want_color(bool no_color_flag);
 
 // Input shown in a message, whatever it holds, stays one short, inert line: control bytes (\n, \x1b, NUL),
 // C1 and bidirectional-override characters, backslashes and bytes that are not UTF-8 come out escaped
-// (\n, \x1b, \x00, \u202e, \\, \xff), and it is cut after `max_glyphs` printed glyphs with "..." and its size.
-// quote(): in single quotes, for a value inside a sentence ("no lab named 'x'").
+// (\n, \x1b, \x00, \u202e, \\, \xff), and it is cut after `max_glyphs` printed glyphs with "..." and its
+// size. quote(): in single quotes, for a value inside a sentence ("no lab named 'x'").
 std::string quote(std::string_view input, size_t max_glyphs = 60);
 // escape(): the same without quotes, for a file name at the start of a message.
 std::string escape(std::string_view input, size_t max_glyphs = 120);

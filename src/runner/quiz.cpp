@@ -20,7 +20,8 @@
 namespace runner {
 
 const std::vector<std::string> kTopLevelKeys = {"title", "intro", "tracks", "questions"};
-const std::vector<std::string> kQuestionKeys = {"id", "track", "lab", "prompt", "options", "answer", "explanation", "why_not", "hint"};
+const std::vector<std::string> kQuestionKeys = {"id",     "track",       "lab",     "prompt", "options",
+                                                "answer", "explanation", "why_not", "hint"};
 
 namespace {
 
@@ -60,7 +61,8 @@ YAML::Mark mark_at(const std::string& text, size_t offset) {
   m.pos = static_cast<int>(offset);
   m.line = static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
   const size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
-  m.column = static_cast<int>(line_start == std::string::npos || offset == 0 ? offset : offset - line_start - 1);
+  m.column =
+      static_cast<int>(line_start == std::string::npos || offset == 0 ? offset : offset - line_start - 1);
   return m;
 }
 
@@ -69,7 +71,8 @@ size_t control_at(const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) return i;
-    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F) return i;  // U+0080-U+009F
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F)
+      return i;  // U+0080-U+009F
     if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
         static_cast<unsigned char>(s[i + 2]) >= 0xAA && static_cast<unsigned char>(s[i + 2]) <= 0xAE)
       return i;  // U+202A-U+202E
@@ -110,9 +113,11 @@ class DocumentStarts : public YAML::EventHandler {
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  }
   void OnMapEnd() override {}
 };
 
@@ -174,9 +179,12 @@ class Validator {
     if (node.Mark().is_null() || at >= text_.size() || (text_[at] != '"' && text_[at] != '\'')) return;
     const char q = text_[at];
     for (size_t i = at + 1; i < text_.size(); ++i) {
-      if (q == '"' && text_[i] == '\\') ++i;                               // "\"" is an escaped quote
-      else if (q == '\'' && text_[i] == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'') ++i;  // '' in '...'
-      else if (text_[i] == q) return;
+      if (q == '"' && text_[i] == '\\')
+        ++i;  // "\"" is an escaped quote
+      else if (q == '\'' && text_[i] == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'')
+        ++i;  // '' in '...'
+      else if (text_[i] == q)
+        return;
     }
     fail(node.Mark(), field, fmt::format("the quote {} opened here is never closed", q == '"' ? "\"" : "'"));
   }
@@ -203,7 +211,8 @@ std::vector<Track> load_tracks(const Validator& v, const YAML::Node& root) {
     if (!list[i].IsMap()) v.fail(list[i].Mark(), at, "must be a mapping with id and title");
     v.keys(list[i], {"id", "title"}, at);
     Track t{v.text(list[i], "id", at + ".id"), v.text(list[i], "title", at + ".title")};
-    if (t.id == kAllTracks) v.fail(list[i]["id"].Mark(), at + ".id", "'all' is reserved for every track together");
+    if (t.id == kAllTracks)
+      v.fail(list[i]["id"].Mark(), at + ".id", "'all' is reserved for every track together");
     for (const auto& other : tracks)
       if (other.id == t.id) v.fail(list[i]["id"].Mark(), at + ".id", "duplicate track " + lab::quote(t.id));
     tracks.push_back(std::move(t));
@@ -220,9 +229,12 @@ std::string read_quiz_file(const std::string& path) {
   struct stat st {};
   std::string text;
   std::string error;
-  if (::fstat(fd, &st) != 0) error = std::strerror(errno);
-  else if (S_ISDIR(st.st_mode)) error = "it is a directory, not a quiz file";
-  else if (!S_ISREG(st.st_mode)) error = "not a regular file (a FIFO, socket or device)";
+  if (::fstat(fd, &st) != 0)
+    error = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode))
+    error = "it is a directory, not a quiz file";
+  else if (!S_ISREG(st.st_mode))
+    error = "not a regular file (a FIFO, socket or device)";
   else if (static_cast<size_t>(st.st_size) > kMaxQuizBytes)
     error = fmt::format("{} bytes; a quiz file is at most {}", st.st_size, kMaxQuizBytes);
   char buffer[65536];
@@ -232,7 +244,8 @@ std::string read_quiz_file(const std::string& path) {
     if (n < 0) error = std::strerror(errno);
     if (n <= 0) break;
     text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxQuizBytes) error = fmt::format("more than {} bytes; a quiz file is at most that", kMaxQuizBytes);
+    if (text.size() > kMaxQuizBytes)
+      error = fmt::format("more than {} bytes; a quiz file is at most that", kMaxQuizBytes);
   }
   ::close(fd);
   if (!error.empty()) throw QuizError(fmt::format("{}: cannot read the quiz file: {}", name, error));
@@ -243,8 +256,11 @@ std::string read_quiz_file(const std::string& path) {
 
 Quiz select_track(const Quiz& quiz, const std::string& track) {
   if (track == kAllTracks) return quiz;
-  const bool known = std::any_of(quiz.tracks.begin(), quiz.tracks.end(), [&](const Track& t) { return t.id == track; });
-  if (!known) throw QuizError(fmt::format("no track named {} (tracks: {}, {})", lab::quote(track), track_names(quiz.tracks), kAllTracks));
+  const bool known =
+      std::any_of(quiz.tracks.begin(), quiz.tracks.end(), [&](const Track& t) { return t.id == track; });
+  if (!known)
+    throw QuizError(fmt::format("no track named {} (tracks: {}, {})", lab::quote(track),
+                                track_names(quiz.tracks), kAllTracks));
   Quiz selected = quiz;
   selected.questions.clear();
   for (const auto& q : quiz.questions)
@@ -254,12 +270,14 @@ Quiz select_track(const Quiz& quiz, const std::string& track) {
 
 std::vector<std::string> placeholders(const std::string& text) {
   std::vector<std::string> names;
-  scan_template(text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
+  scan_template(
+      text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
   return names;
 }
 
 size_t stray_brace(const std::string& text) {
-  return scan_template(text, [](size_t, size_t) {}, [](const std::string&) {});
+  return scan_template(
+      text, [](size_t, size_t) {}, [](const std::string&) {});
 }
 
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {
@@ -274,7 +292,9 @@ std::string fill(const std::string& text, const std::map<std::string, std::strin
   return out;
 }
 
-Quiz load_quiz(const std::string& path, const LabLookup& labs) { return parse_quiz(read_quiz_file(path), path, labs); }
+Quiz load_quiz(const std::string& path, const LabLookup& labs) {
+  return parse_quiz(read_quiz_file(path), path, labs);
+}
 
 Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs) {
   // Line ends: CR-LF is read as it is; a lone CR (old Mac files) becomes LF, so such a file is not read
@@ -284,7 +304,8 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
   Validator v(name, text);
   // Raw bytes first: yaml-cpp reads a NUL or invalid UTF-8 as something else and says so obscurely.
   if (const size_t bad = lab::invalid_utf8_at(text); bad != std::string::npos)
-    v.fail(mark_at(text, bad), "encoding", fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
+    v.fail(mark_at(text, bad), "encoding",
+           fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
   for (size_t i = 0; i < text.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
@@ -299,8 +320,10 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
     std::istringstream in(text);
     YAML::Parser parser(in);
     DocumentStarts starts;
-    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {}
-    if (starts.marks.empty()) v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
+    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {
+    }
+    if (starts.marks.empty())
+      v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
     if (starts.marks.size() > 1) {
       const YAML::Mark second = starts.marks[1];
       if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
@@ -321,7 +344,8 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
   if (root["intro"]) quiz.intro = v.text(root, "intro", "intro");
   quiz.tracks = load_tracks(v, root);
   YAML::Node questions = v.required(root, "questions", "questions");
-  if (!questions.IsSequence() || questions.size() == 0) v.fail(questions.Mark(), "questions", "must be a non-empty list");
+  if (!questions.IsSequence() || questions.size() == 0)
+    v.fail(questions.Mark(), "questions", "must be a non-empty list");
 
   std::set<std::string> ids;
   for (size_t i = 0; i < questions.size(); ++i) {
@@ -332,20 +356,24 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
     Question question;
     question.number = static_cast<int>(i) + 1;
     question.id = v.text(q, "id", at + ".id");
-    if (!ids.insert(question.id).second) v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
+    if (!ids.insert(question.id).second)
+      v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
     question.track = quiz.tracks.front().id;
     if (q["track"]) {
       question.track = v.text(q, "track", at + ".track");
       const bool declared = std::any_of(quiz.tracks.begin(), quiz.tracks.end(),
                                         [&](const Track& t) { return t.id == question.track; });
-      if (!declared) v.fail(q["track"].Mark(), at + ".track", "no track named " + lab::quote(question.track) + " in tracks: " + track_names(quiz.tracks));
+      if (!declared)
+        v.fail(q["track"].Mark(), at + ".track",
+               "no track named " + lab::quote(question.track) + " in tracks: " + track_names(quiz.tracks));
     }
     question.prompt = v.text(q, "prompt", at + ".prompt");
 
     const YAML::Node options = v.required(q, "options", at + ".options");
     if (!options.IsSequence() || options.size() != kOptions)
       v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
-    for (size_t k = 0; k < options.size(); ++k) question.options.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
+    for (size_t k = 0; k < options.size(); ++k)
+      question.options.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
 
     // One letter: exactly one correct option, and it must exist.
     const YAML::Node answer = v.required(q, "answer", at + ".answer");
@@ -358,22 +386,27 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
 
     question.lab = v.text(q, "lab", at + ".lab");
     const auto provided = labs(question.lab);
-    if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
+    if (!provided)
+      v.fail(q["lab"].Mark(), at + ".lab",
+             "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
 
     // {key} is the lab's text for the observation, {key:value} its bare number and unit.
     auto check_template = [&](const YAML::Node& node, const std::string& value, const std::string& field) {
       if (const size_t stray = stray_brace(value); stray != std::string::npos)
         v.fail(node.Mark(), field,
-               fmt::format("{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
-                           lab::quote(value.substr(stray, 1)), stray + 1));
+               fmt::format(
+                   "{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
+                   lab::quote(value.substr(stray, 1)), stray + 1));
       for (const auto& placeholder : placeholders(value)) {
         const auto colon = placeholder.find(':');
         const std::string key = placeholder.substr(0, colon);
         if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
-          v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
+          v.fail(node.Mark(), field,
+                 fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
         if (std::find(provided->begin(), provided->end(), key) == provided->end())
           v.fail(node.Mark(), field,
-                 fmt::format("placeholder {{{}}} is not an observation lab {} provides", key, lab::quote(question.lab)));
+                 fmt::format("placeholder {{{}}} is not an observation lab {} provides", key,
+                             lab::quote(question.lab)));
       }
     };
     question.explanation = v.text(q, "explanation", at + ".explanation");
@@ -382,7 +415,8 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
     check_template(q["hint"], question.hint, at + ".hint");
     if (const YAML::Node why_not = q["why_not"]) {
       const std::string field = at + ".why_not";
-      if (!why_not.IsMap()) v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
+      if (!why_not.IsMap())
+        v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
       for (const auto& entry : why_not) {
         const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
         const int index = key.size() == 1 ? key[0] - 'a' : -1;
@@ -401,7 +435,8 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
   }
   for (size_t i = 0; i < quiz.tracks.size(); ++i) {
     const auto& t = quiz.tracks[i];
-    if (std::none_of(quiz.questions.begin(), quiz.questions.end(), [&](const Question& q) { return q.track == t.id; }))
+    if (std::none_of(quiz.questions.begin(), quiz.questions.end(),
+                     [&](const Question& q) { return q.track == t.id; }))
       v.fail(root["tracks"][i].Mark(), fmt::format("tracks[{}]", i), "track '" + t.id + "' has no questions");
   }
   return quiz;

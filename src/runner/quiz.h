@@ -33,9 +33,9 @@ struct Question {
   std::string lab;
   std::string prompt;
   std::vector<std::string> options;
-  int answer = 0;  // index into options
-  std::string explanation;                     // why the answer is right
-  std::map<int, std::string> why_not;          // option index -> why that wrong option is wrong
+  int answer = 0;                      // index into options
+  std::string explanation;             // why the answer is right
+  std::map<int, std::string> why_not;  // option index -> why that wrong option is wrong
   std::string hint;
 };
 
@@ -52,7 +52,8 @@ using LabLookup = std::function<std::optional<std::vector<std::string>>(const st
 // The keys a quiz file may hold; any other key is refused (a misspelt key would otherwise be ignored).
 // A new key is one more name here and its reading in load_quiz.
 extern const std::vector<std::string> kTopLevelKeys;  // title, intro, tracks, questions
-extern const std::vector<std::string> kQuestionKeys;  // id, track, lab, prompt, options, answer, explanation, why_not, hint
+extern const std::vector<std::string>
+    kQuestionKeys;  // id, track, lab, prompt, options, answer, explanation, why_not, hint
 
 // The largest quiz file read (the project's is about 15 KB).
 constexpr size_t kMaxQuizBytes = 1 << 20;
