@@ -65,6 +65,12 @@ struct RenderOptions {
   bool color = false;
   Part part = Part::All;
   std::string heading;  // shown in place of the title for Part::Measured (the title states the answer)
+  // Columns to fit (lab::terminal_width() gives the terminal's); 0: one line per item, as the lab wrote
+  // it. With a width, prose (title, notes, takeaways, observation labels and values, check claims and
+  // evidence) wraps at word boundaries with a hanging indent, tables narrow or fold into records
+  // (lab::format_table), and a chart's long lines are split, its histogram marker labels moved below it
+  // as numbered notes. Words are never split. Widths under kMinLayoutWidth (text.h) count as that.
+  size_t width = 0;
 };
 
 class Report {

@@ -1,10 +1,13 @@
 #include "lab/text.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdlib>
 #include <sstream>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -31,6 +34,157 @@ std::string pad_left(const std::string& s, size_t width) {
   return w >= width ? s : std::string(width - w, ' ') + s;
 }
 
+namespace {
+
+// Numbers line up on the right, words on the left: a column is numeric when every cell starts like a
+// number.
+std::vector<bool> numeric_columns(size_t n, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<bool> numeric(n, !rows.empty());
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size() && i < numeric.size(); ++i)
+      numeric[i] =
+          numeric[i] && (row[i].empty() || std::isdigit(static_cast<unsigned char>(row[i][0])) ||
+                         ((row[i][0] == '-' || row[i][0] == '+' || row[i][0] == '.') && row[i].size() > 1));
+  return numeric;
+}
+
+std::string cell(const std::vector<std::string>& row, size_t i) {
+  return i < row.size() ? row[i] : "";
+}
+
+std::string trimmed_right(std::string s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+std::vector<std::string_view> words_of(std::string_view text) {
+  std::vector<std::string_view> words;
+  for (size_t i = 0; i < text.size();) {
+    while (i < text.size() && is_blank(text[i])) ++i;
+    const size_t from = i;
+    while (i < text.size() && !is_blank(text[i])) ++i;
+    if (i > from) words.push_back(text.substr(from, i - from));
+  }
+  return words;
+}
+
+size_t longest_word(const std::string& text) {
+  size_t longest = 0;
+  for (const auto word : words_of(text)) longest = std::max(longest, display_width(std::string(word)));
+  return longest;
+}
+
+// A cell in a column `width` glyphs wide.
+std::vector<std::string> cell_lines(const std::string& text, size_t width) {
+  return wrap_lines(text, width);
+}
+
+// The header and every row, each a list of cells.
+using Grid = std::vector<std::vector<std::string>>;
+
+// How many lines each cell of column `i` takes at `width`.
+std::vector<size_t> column_heights(const Grid& grid, size_t i, size_t width) {
+  std::vector<size_t> heights;
+  for (const auto& row : grid) heights.push_back(cell_lines(cell(row, i), width).size());
+  return heights;
+}
+
+// Lines the table takes: each row is as tall as its tallest cell.
+size_t grid_height(const std::vector<std::vector<size_t>>& heights, size_t rows) {
+  size_t total = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    size_t tallest = 1;
+    for (const auto& column : heights) tallest = std::max(tallest, column[r]);
+    total += tallest;
+  }
+  return total;
+}
+
+// Column widths within `room` (the sum of the widths), or empty when the longest words do not fit. One
+// glyph at a time from the column where it adds the fewest lines; ties go to the widest column, and the
+// first column, which names each row, goes last.
+std::vector<size_t> narrowed_widths(const Grid& grid, std::vector<size_t> widths, size_t room) {
+  const size_t n = widths.size();
+  std::vector<size_t> least(n, 1);
+  for (const auto& row : grid)
+    for (size_t i = 0; i < n; ++i) least[i] = std::max(least[i], longest_word(cell(row, i)));
+  size_t total = 0, least_total = 0;
+  for (size_t i = 0; i < n; ++i) total += widths[i], least_total += least[i];
+  if (least_total > room) return {};
+  std::vector<std::vector<size_t>> heights(n);
+  for (size_t i = 0; i < n; ++i) heights[i] = column_heights(grid, i, widths[i]);
+  const auto rank = [&](size_t k) { return std::make_tuple(k == 0, SIZE_MAX - widths[k]); };
+  for (; total > room; --total) {
+    size_t best = n, best_height = 0;
+    std::vector<size_t> best_heights;
+    for (size_t i = 0; i < n; ++i) {
+      if (widths[i] <= least[i]) continue;
+      std::vector<size_t> narrower = column_heights(grid, i, widths[i] - 1);
+      std::swap(heights[i], narrower);
+      const size_t height = grid_height(heights, grid.size());
+      std::swap(heights[i], narrower);
+      if (best == n || height < best_height || (height == best_height && rank(i) < rank(best)))
+        best = i, best_height = height, best_heights = std::move(narrower);
+    }
+    --widths[best];
+    heights[best] = std::move(best_heights);
+  }
+  return widths;
+}
+
+std::vector<std::string> grid_lines(const std::vector<std::string>& cells, const std::vector<size_t>& widths,
+                                    const std::vector<bool>& numeric) {
+  std::vector<std::vector<std::string>> parts(widths.size());
+  size_t height = 1;
+  for (size_t i = 0; i < widths.size(); ++i) {
+    parts[i] = cell_lines(cell(cells, i), widths[i]);
+    height = std::max(height, parts[i].size());
+  }
+  std::vector<std::string> lines;
+  for (size_t k = 0; k < height; ++k) {
+    std::string out;
+    for (size_t i = 0; i < widths.size(); ++i) {
+      const std::string part = k < parts[i].size() ? parts[i][k] : "";
+      if (i) out += "  ";
+      out += i > 0 && numeric[i] ? pad_left(part, widths[i]) : pad_right(part, widths[i]);
+    }
+    lines.push_back(trimmed_right(out));
+  }
+  return lines;
+}
+
+std::vector<std::string> laid_out(const std::vector<std::string>& columns,
+                                  const std::vector<std::vector<std::string>>& rows,
+                                  const std::vector<size_t>& widths) {
+  const std::vector<bool> numeric = numeric_columns(columns.size(), rows);
+  std::vector<std::string> out = grid_lines(columns, widths, numeric);
+  size_t total = 0;
+  for (size_t w : widths) total += w;
+  out.push_back(std::string(total + 2 * (widths.size() - 1), '-'));
+  for (const auto& row : rows)
+    for (auto& line : grid_lines(row, widths, numeric)) out.push_back(std::move(line));
+  return out;
+}
+
+// A row per record: "column: value", the first cell at the left and the others indented under it.
+std::vector<std::string> records(const std::vector<std::string>& columns,
+                                 const std::vector<std::vector<std::string>>& rows, size_t width) {
+  std::vector<std::string> out;
+  for (const auto& row : rows)
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const std::string text = columns[i].empty() ? cell(row, i) : columns[i] + ": " + cell(row, i);
+      for (auto& line : wrap_lines(text, width, i == 0 ? "" : "  ", i == 0 ? "    " : "      "))
+        out.push_back(std::move(line));
+    }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> format_table(const std::vector<std::string>& columns,
                                       const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(columns.size(), 0);
@@ -38,29 +192,26 @@ std::vector<std::string> format_table(const std::vector<std::string>& columns,
   for (const auto& row : rows)
     for (size_t i = 0; i < row.size() && i < width.size(); ++i)
       width[i] = std::max(width[i], display_width(row[i]));
-  // Numbers line up on the right, words on the left: a column is numeric when every cell starts like a
-  // number.
-  std::vector<bool> numeric(columns.size(), !rows.empty());
-  for (const auto& row : rows)
-    for (size_t i = 0; i < row.size() && i < numeric.size(); ++i)
-      numeric[i] =
-          numeric[i] && (row[i].empty() || std::isdigit(static_cast<unsigned char>(row[i][0])) ||
-                         ((row[i][0] == '-' || row[i][0] == '+' || row[i][0] == '.') && row[i].size() > 1));
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out;
-    for (size_t i = 0; i < cells.size(); ++i) {
-      if (i) out += "  ";
-      out += i > 0 && numeric[i] ? pad_left(cells[i], width[i]) : pad_right(cells[i], width[i]);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out;
-  };
-  std::vector<std::string> out{line(columns)};
-  size_t total = 0;
-  for (size_t w : width) total += w;
-  out.push_back(std::string(total + 2 * (width.size() - 1), '-'));
-  for (const auto& row : rows) out.push_back(line(row));
-  return out;
+  return laid_out(columns, rows, width);
+}
+
+std::vector<std::string> format_table(const std::vector<std::string>& columns,
+                                      const std::vector<std::vector<std::string>>& rows, size_t width) {
+  std::vector<std::string> natural = format_table(columns, rows);
+  if (width == 0 || columns.empty()) return natural;
+  width = std::max(width, kMinLayoutWidth);
+  size_t widest = 0;
+  for (const auto& line : natural) widest = std::max(widest, display_width(line));
+  if (widest <= width) return natural;
+  Grid grid{columns};
+  grid.insert(grid.end(), rows.begin(), rows.end());
+  std::vector<size_t> widths(columns.size(), 0);
+  for (const auto& row : grid)
+    for (size_t i = 0; i < widths.size(); ++i) widths[i] = std::max(widths[i], display_width(cell(row, i)));
+  const size_t gaps = 2 * (columns.size() - 1);
+  const std::vector<size_t> narrowed =
+      width > gaps ? narrowed_widths(grid, widths, width - gaps) : std::vector<size_t>{};
+  return narrowed.empty() ? records(columns, rows, width) : laid_out(columns, rows, narrowed);
 }
 
 std::string wrap(const std::string& text, size_t width, const std::string& indent) {
@@ -80,6 +231,63 @@ std::string wrap(const std::string& text, size_t width, const std::string& inden
     column += w;
   }
   return out;
+}
+
+std::vector<std::string> wrap_lines(std::string_view text, size_t width, std::string_view first,
+                                    std::string_view rest) {
+  std::vector<std::string> lines;
+  std::string line(first);
+  size_t column = display_width(line);
+  // What fits as it is stays as it is: the blanks inside it may align something.
+  if (text.find_first_of("\n\r\t") == std::string_view::npos &&
+      (width == 0 || column + display_width(std::string(text)) <= width))
+    return {trimmed_right(line + std::string(text))};
+  bool has_word = false;
+  for (const auto word : words_of(text)) {
+    const std::string w(word);
+    const size_t glyphs = display_width(w);
+    if (has_word && width > 0 && column + 1 + glyphs > width) {
+      lines.push_back(std::move(line));
+      line = std::string(rest);
+      column = display_width(line);
+      has_word = false;
+    }
+    if (has_word) line += ' ', ++column;
+    line += w;
+    column += glyphs;
+    has_word = true;
+  }
+  lines.push_back(trimmed_right(std::move(line)));
+  return lines;
+}
+
+std::string paragraph(std::string_view lead, std::string_view text, size_t width, size_t hang) {
+  const std::string whole = lead.empty() ? std::string(text) : std::string(lead) + " " + std::string(text);
+  std::string out;
+  for (const auto& line :
+       wrap_lines(whole, width == 0 ? 0 : std::max(width, kMinLayoutWidth), "", std::string(hang, ' ')))
+    out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+size_t terminal_width(size_t tty_columns, const char* columns_env) {
+  constexpr size_t kMaxWidth = 1000, kDefault = 80;
+  size_t width = tty_columns;
+  if (width == 0 && columns_env != nullptr) {
+    const std::string_view value(columns_env);
+    const bool digits = !value.empty() && value.size() <= 6 &&
+                        std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) width = std::stoul(std::string(value));
+  }
+  if (width == 0) width = kDefault;
+  return std::clamp(width, kMinLayoutWidth, kMaxWidth);
+}
+
+size_t terminal_width() {
+  struct winsize size {};
+  size_t tty_columns = 0;
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) tty_columns = size.ws_col;
+  return terminal_width(tty_columns, std::getenv("COLUMNS"));
 }
 
 bool want_color(bool no_color_flag) {
