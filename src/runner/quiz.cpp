@@ -252,6 +252,174 @@ std::string read_quiz_file(const std::string& path) {
   return text;
 }
 
+// Line ends: CR-LF is read as it is; a lone CR (old Mac files) becomes LF, so such a file is not read as
+// one long line. Byte offsets stay the same.
+void normalize_line_ends(std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) text[i] = '\n';
+}
+
+// Raw bytes first: yaml-cpp reads a NUL or invalid UTF-8 as something else and says so obscurely.
+void check_bytes(const Validator& v, const std::string& text) {
+  if (const size_t bad = lab::invalid_utf8_at(text); bad != std::string::npos)
+    v.fail(mark_at(text, bad), "encoding",
+           fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
+      v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
+  }
+}
+
+// One document. Not YAML::LoadAll: yaml-cpp 0.7 loops forever, allocating, on a document that starts
+// with ',' (its parser returns without consuming it), so the parser is asked for two documents at most,
+// and one that starts where the first did is that stuck ','.
+YAML::Node parse_one_document(const Validator& v, const std::string& text) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {
+    }
+    if (starts.marks.empty())
+      v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
+    if (starts.marks.size() > 1) {
+      const YAML::Mark second = starts.marks[1];
+      if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
+        v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
+      v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
+    }
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));
+  } catch (const YAML::Exception& e) {
+    v.fail(e.mark, "syntax", lab::safe_line(e.msg, 200));
+  }
+}
+
+// A question's track: the first track when it names none, else one of those declared.
+std::string read_track(const Validator& v, const YAML::Node& q, const std::string& at,
+                       const std::vector<Track>& tracks) {
+  if (!q["track"]) return tracks.front().id;
+  std::string track = v.text(q, "track", at + ".track");
+  const bool declared =
+      std::any_of(tracks.begin(), tracks.end(), [&](const Track& t) { return t.id == track; });
+  if (!declared)
+    v.fail(q["track"].Mark(), at + ".track",
+           "no track named " + lab::quote(track) + " in tracks: " + track_names(tracks));
+  return track;
+}
+
+std::vector<std::string> read_options(const Validator& v, const YAML::Node& q, const std::string& at) {
+  const YAML::Node options = v.required(q, "options", at + ".options");
+  if (!options.IsSequence() || options.size() != kOptions)
+    v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
+  std::vector<std::string> texts;
+  for (size_t k = 0; k < options.size(); ++k)
+    texts.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
+  return texts;
+}
+
+// One letter: exactly one correct option, and it must exist. Returns its index.
+int read_answer(const Validator& v, const YAML::Node& q, const std::string& at) {
+  const YAML::Node answer = v.required(q, "answer", at + ".answer");
+  const std::string letter = answer.IsScalar() ? answer.Scalar() : "";
+  if (letter.size() != 1 || letter[0] < 'a' || letter[0] >= 'a' + kOptions)
+    v.fail(answer.Mark(), at + ".answer",
+           fmt::format("must be exactly one letter from a to {}, got {}", char('a' + kOptions - 1),
+                       answer.IsScalar() ? lab::quote(letter) : std::string(kind(answer))));
+  return letter[0] - 'a';
+}
+
+// What a question's templates may name: the observations its lab provides.
+struct LabKeys {
+  std::string lab;
+  std::vector<std::string> provided;
+};
+
+// {key} is the lab's text for the observation, {key:value} its bare number and unit.
+void check_template(const Validator& v, const YAML::Node& node, const std::string& value,
+                    const std::string& field, const LabKeys& keys) {
+  if (const size_t stray = stray_brace(value); stray != std::string::npos)
+    v.fail(
+        node.Mark(), field,
+        fmt::format("{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
+                    lab::quote(value.substr(stray, 1)), stray + 1));
+  for (const auto& placeholder : placeholders(value)) {
+    const auto colon = placeholder.find(':');
+    const std::string key = placeholder.substr(0, colon);
+    if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
+      v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
+    if (std::find(keys.provided.begin(), keys.provided.end(), key) == keys.provided.end())
+      v.fail(
+          node.Mark(), field,
+          fmt::format("placeholder {{{}}} is not an observation lab {} provides", key, lab::quote(keys.lab)));
+  }
+}
+
+// why_not (optional): the letters of wrong options, each mapped to why that option is wrong.
+std::map<int, std::string> read_why_not(const Validator& v, const YAML::Node& q, const std::string& at,
+                                        int answer, const LabKeys& keys) {
+  std::map<int, std::string> why_not;
+  const YAML::Node node = q["why_not"];
+  if (!node) return why_not;
+  const std::string field = at + ".why_not";
+  if (!node.IsMap()) v.fail(node.Mark(), field, "must map wrong options' letters to why each is wrong");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    const int index = key.size() == 1 ? key[0] - 'a' : -1;
+    if (index < 0 || index >= kOptions || index == answer)
+      v.fail(entry.first.Mark(), field,
+             fmt::format("{} is not the letter of a wrong option (the answer is {})", lab::quote(key),
+                         char('a' + answer)));
+    const std::string entry_field = field + "." + key;
+    if (why_not.count(index)) v.fail(entry.first.Mark(), entry_field, "given twice");
+    const std::string text = v.text(entry.second, entry_field);
+    check_template(v, entry.second, text, entry_field, keys);
+    why_not[index] = text;
+  }
+  return why_not;
+}
+
+// questions[i], its fields read and checked in the order their errors are reported; `ids` holds the ids
+// of the questions before it.
+Question read_question(const Validator& v, const YAML::Node& q, size_t i, const std::vector<Track>& tracks,
+                       const LabLookup& labs, std::set<std::string>& ids) {
+  const std::string at = fmt::format("questions[{}]", i);
+  if (!q.IsMap()) v.fail(q.Mark(), at, "must be a mapping");
+  v.keys(q, kQuestionKeys, at);
+  Question question;
+  question.number = static_cast<int>(i) + 1;
+  question.id = v.text(q, "id", at + ".id");
+  if (!ids.insert(question.id).second)
+    v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
+  question.track = read_track(v, q, at, tracks);
+  question.prompt = v.text(q, "prompt", at + ".prompt");
+  question.options = read_options(v, q, at);
+  question.answer = read_answer(v, q, at);
+  question.lab = v.text(q, "lab", at + ".lab");
+  const auto provided = labs(question.lab);
+  if (!provided)
+    v.fail(q["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
+  const LabKeys keys{question.lab, *provided};
+  question.explanation = v.text(q, "explanation", at + ".explanation");
+  question.hint = v.text(q, "hint", at + ".hint");
+  check_template(v, q["explanation"], question.explanation, at + ".explanation", keys);
+  check_template(v, q["hint"], question.hint, at + ".hint", keys);
+  question.why_not = read_why_not(v, q, at, question.answer, keys);
+  return question;
+}
+
+// Every declared track holds a question.
+void check_tracks_used(const Validator& v, const YAML::Node& root, const Quiz& quiz) {
+  for (size_t i = 0; i < quiz.tracks.size(); ++i) {
+    const auto& t = quiz.tracks[i];
+    if (std::none_of(quiz.questions.begin(), quiz.questions.end(),
+                     [&](const Question& q) { return q.track == t.id; }))
+      v.fail(root["tracks"][i].Mark(), fmt::format("tracks[{}]", i), "track '" + t.id + "' has no questions");
+  }
+}
+
 }  // namespace
 
 Quiz select_track(const Quiz& quiz, const std::string& track) {
@@ -297,45 +465,10 @@ Quiz load_quiz(const std::string& path, const LabLookup& labs) {
 }
 
 Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs) {
-  // Line ends: CR-LF is read as it is; a lone CR (old Mac files) becomes LF, so such a file is not read
-  // as one long line. Byte offsets stay the same.
-  for (size_t i = 0; i < text.size(); ++i)
-    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) text[i] = '\n';
+  normalize_line_ends(text);
   Validator v(name, text);
-  // Raw bytes first: yaml-cpp reads a NUL or invalid UTF-8 as something else and says so obscurely.
-  if (const size_t bad = lab::invalid_utf8_at(text); bad != std::string::npos)
-    v.fail(mark_at(text, bad), "encoding",
-           fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
-      v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
-  }
-
-  // One document. Not YAML::LoadAll: yaml-cpp 0.7 loops forever, allocating, on a document that starts
-  // with ',' (its parser returns without consuming it), so the parser is asked for two documents at
-  // most, and one that starts where the first did is that stuck ','.
-  YAML::Node root;
-  try {
-    std::istringstream in(text);
-    YAML::Parser parser(in);
-    DocumentStarts starts;
-    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {
-    }
-    if (starts.marks.empty())
-      v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
-    if (starts.marks.size() > 1) {
-      const YAML::Mark second = starts.marks[1];
-      if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
-        v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
-      v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
-    }
-    root = YAML::Load(text);
-  } catch (const YAML::DeepRecursion& e) {
-    v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));
-  } catch (const YAML::Exception& e) {
-    v.fail(e.mark, "syntax", lab::safe_line(e.msg, 200));
-  }
+  check_bytes(v, text);
+  const YAML::Node root = parse_one_document(v, text);
   if (!root.IsMap()) v.fail(root.Mark(), "top level", "must be a mapping with title and questions");
   v.keys(root, kTopLevelKeys, "");
 
@@ -346,99 +479,10 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
   YAML::Node questions = v.required(root, "questions", "questions");
   if (!questions.IsSequence() || questions.size() == 0)
     v.fail(questions.Mark(), "questions", "must be a non-empty list");
-
   std::set<std::string> ids;
-  for (size_t i = 0; i < questions.size(); ++i) {
-    const YAML::Node q = questions[i];
-    const std::string at = fmt::format("questions[{}]", i);
-    if (!q.IsMap()) v.fail(q.Mark(), at, "must be a mapping");
-    v.keys(q, kQuestionKeys, at);
-    Question question;
-    question.number = static_cast<int>(i) + 1;
-    question.id = v.text(q, "id", at + ".id");
-    if (!ids.insert(question.id).second)
-      v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
-    question.track = quiz.tracks.front().id;
-    if (q["track"]) {
-      question.track = v.text(q, "track", at + ".track");
-      const bool declared = std::any_of(quiz.tracks.begin(), quiz.tracks.end(),
-                                        [&](const Track& t) { return t.id == question.track; });
-      if (!declared)
-        v.fail(q["track"].Mark(), at + ".track",
-               "no track named " + lab::quote(question.track) + " in tracks: " + track_names(quiz.tracks));
-    }
-    question.prompt = v.text(q, "prompt", at + ".prompt");
-
-    const YAML::Node options = v.required(q, "options", at + ".options");
-    if (!options.IsSequence() || options.size() != kOptions)
-      v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
-    for (size_t k = 0; k < options.size(); ++k)
-      question.options.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
-
-    // One letter: exactly one correct option, and it must exist.
-    const YAML::Node answer = v.required(q, "answer", at + ".answer");
-    const std::string letter = answer.IsScalar() ? answer.Scalar() : "";
-    if (letter.size() != 1 || letter[0] < 'a' || letter[0] >= 'a' + kOptions)
-      v.fail(answer.Mark(), at + ".answer",
-             fmt::format("must be exactly one letter from a to {}, got {}", char('a' + kOptions - 1),
-                         answer.IsScalar() ? lab::quote(letter) : std::string(kind(answer))));
-    question.answer = letter[0] - 'a';
-
-    question.lab = v.text(q, "lab", at + ".lab");
-    const auto provided = labs(question.lab);
-    if (!provided)
-      v.fail(q["lab"].Mark(), at + ".lab",
-             "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
-
-    // {key} is the lab's text for the observation, {key:value} its bare number and unit.
-    auto check_template = [&](const YAML::Node& node, const std::string& value, const std::string& field) {
-      if (const size_t stray = stray_brace(value); stray != std::string::npos)
-        v.fail(node.Mark(), field,
-               fmt::format(
-                   "{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
-                   lab::quote(value.substr(stray, 1)), stray + 1));
-      for (const auto& placeholder : placeholders(value)) {
-        const auto colon = placeholder.find(':');
-        const std::string key = placeholder.substr(0, colon);
-        if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
-          v.fail(node.Mark(), field,
-                 fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
-        if (std::find(provided->begin(), provided->end(), key) == provided->end())
-          v.fail(node.Mark(), field,
-                 fmt::format("placeholder {{{}}} is not an observation lab {} provides", key,
-                             lab::quote(question.lab)));
-      }
-    };
-    question.explanation = v.text(q, "explanation", at + ".explanation");
-    question.hint = v.text(q, "hint", at + ".hint");
-    check_template(q["explanation"], question.explanation, at + ".explanation");
-    check_template(q["hint"], question.hint, at + ".hint");
-    if (const YAML::Node why_not = q["why_not"]) {
-      const std::string field = at + ".why_not";
-      if (!why_not.IsMap())
-        v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
-      for (const auto& entry : why_not) {
-        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-        const int index = key.size() == 1 ? key[0] - 'a' : -1;
-        if (index < 0 || index >= kOptions || index == question.answer)
-          v.fail(entry.first.Mark(), field,
-                 fmt::format("{} is not the letter of a wrong option (the answer is {})", lab::quote(key),
-                             char('a' + question.answer)));
-        const std::string entry_field = field + "." + key;
-        if (question.why_not.count(index)) v.fail(entry.first.Mark(), entry_field, "given twice");
-        const std::string text = v.text(entry.second, entry_field);
-        check_template(entry.second, text, entry_field);
-        question.why_not[index] = text;
-      }
-    }
-    quiz.questions.push_back(std::move(question));
-  }
-  for (size_t i = 0; i < quiz.tracks.size(); ++i) {
-    const auto& t = quiz.tracks[i];
-    if (std::none_of(quiz.questions.begin(), quiz.questions.end(),
-                     [&](const Question& q) { return q.track == t.id; }))
-      v.fail(root["tracks"][i].Mark(), fmt::format("tracks[{}]", i), "track '" + t.id + "' has no questions");
-  }
+  for (size_t i = 0; i < questions.size(); ++i)
+    quiz.questions.push_back(read_question(v, questions[i], i, quiz.tracks, labs, ids));
+  check_tracks_used(v, root, quiz);
   return quiz;
 }
 
