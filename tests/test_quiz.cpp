@@ -231,6 +231,51 @@ TEST_CASE("YAML that is not what it looks like is refused with its line and colu
         ":6:21: questions[0].options[2]: must be a string, got nothing (an empty value)");
 }
 
+TEST_CASE("blank in any script is blank: a field of only no-break or other Unicode spaces is empty") {
+  CHECK(error_for("nbsp-title", kGood, "title: T", "title: \"\u00a0\"") == ":1:8: title: must not be empty");
+  CHECK(error_for("nbsp-plain", kGood, "title: T", "title: \xc2\xa0") == ":1:8: title: must not be empty");
+  CHECK(error_for("ideographic-space", kGood, "prompt: Why?", "prompt: \"\u3000 \u2003\"") ==
+        ":5:13: questions[0].prompt: must not be empty");
+  CHECK(error_for("zero-width", kGood, "[A, B, C, D]", "[A, \"\u200b\", C, D]") ==
+        ":6:18: questions[0].options[1]: must not be empty");
+  // Text with such a space inside it is text.
+  const auto quiz = runner::load_quiz(
+      write("nbsp-inside", std::string(kGood).replace(0, 8, "title: 8\xc2\xa0GB")), fake_labs);
+  CHECK(quiz.title == "8\xc2\xa0GB");
+}
+
+TEST_CASE(
+    "YAML tags are refused: an undeclared handle, a tag that contradicts its node, any tag a quiz needs "
+    "not") {
+  CHECK(error_for("undeclared-handle", kGood, "title: T", "title: !h!x T") ==
+        ":1:8: title: the tag '!h!x' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("map-on-list", kGood, "options: [A, B, C, D]", "options: !!map [A, B, C, D]") ==
+        ":6:14: questions[0].options: the tag '!!map' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("local-tag", kGood, "answer: b", "answer: !letter b") ==
+        ":7:13: questions[0].answer: the tag '!letter' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("tag-on-key", kGood, "    hint:", "    !!str hint:") ==
+        ":8:5: questions[0]: the tag '!!str' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("tag-on-question", kGood, "  - id: q1", "  - !!map\n    id: q1") ==
+        ":3:5: questions[0]: the tag '!!map' is not allowed (a quiz file uses no YAML tags)");
+}
+
+TEST_CASE("a %YAML or %TAG directive without the --- that must follow it is refused") {
+  CHECK(error_for("yaml-no-dashes", "%YAML 1.2\n" + std::string(kGood), "", "") ==
+        ":2:1: syntax: the directive '%YAML 1.2' must be followed by a line '---' before the document");
+  CHECK(
+      error_for("tag-no-dashes", "# comment\n%TAG !h! tag:example.com,2000:\n\n" + std::string(kGood), "",
+                "") ==
+      ":4:1: syntax: the directive '%TAG !h! tag:example.com,2000:' must be followed by a line '---' before "
+      "the document");
+  // With its --- the directive is what YAML means it to be, and the file loads.
+  const auto quiz =
+      runner::load_quiz(write("yaml-dashes", "%YAML 1.2\n---\n" + std::string(kGood)), fake_labs);
+  CHECK(quiz.title == "T");
+  // A % inside the document is text.
+  CHECK(runner::load_quiz(write("percent", std::string(kGood).replace(0, 8, "title: \"%YAML\"")), fake_labs)
+            .title == "%YAML");
+}
+
 TEST_CASE("bytes that are not UTF-8, control characters and NULs are refused on load, not later") {
   CHECK(error_for("latin1", kGood, "Why?", "Why\xe9?") == ":5:16: encoding: byte '\\xe9' is not UTF-8");
   CHECK(error_for("half-char", kGood, "Why?", "Why\xc3") == ":5:16: encoding: byte '\\xc3' is not UTF-8");

@@ -91,6 +91,25 @@ std::string char_at(const std::string& s, size_t i) {
   return lab::quote(s.substr(i, n));
 }
 
+// Blank in any script: only white space (ASCII, no-break, the typographic and ideographic spaces, line
+// and paragraph separators) and invisible characters (zero-width spaces and joiners, the byte-order mark).
+// A title of one no-break space shows as nothing.
+bool blank(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (i + n > s.size()) return false;
+    char32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    const bool space = cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+                       (cp >= 0x2000 && cp <= 0x200D) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+                       cp == 0x205F || cp == 0x2060 || cp == 0x3000 || cp == 0x180E || cp == 0xFEFF;
+    if (!space) return false;
+    i += n;
+  }
+  return true;
+}
+
 const char* kind(const YAML::Node& node) {
   if (node.IsNull()) return "nothing (an empty value)";
   if (node.IsSequence()) return "a list";
@@ -160,7 +179,7 @@ class Validator {
     if (!node.IsScalar()) fail(node.Mark(), field, std::string("must be a string, got ") + kind(node));
     closed_quote(node, field);
     std::string value = node.Scalar();
-    if (value.find_first_not_of(" \t\n") == std::string::npos) fail(node.Mark(), field, "must not be empty");
+    if (blank(value)) fail(node.Mark(), field, "must not be empty");
     if (const size_t bad = lab::invalid_utf8_at(value); bad != std::string::npos)
       fail(node.Mark(), field, fmt::format("is not UTF-8 (byte {} of the value)", bad + 1));
     if (const size_t c = control_at(value); c != std::string::npos)
@@ -268,6 +287,59 @@ void check_bytes(const Validator& v, const std::string& text) {
     const unsigned char c = static_cast<unsigned char>(text[i]);
     if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
       v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
+  }
+}
+
+// A %YAML or %TAG directive must be followed by "---" (YAML 1.2, 9.2); yaml-cpp reads the document
+// without it.
+void check_directives(const Validator& v, const std::string& text) {
+  std::string directive;
+  size_t line_start = 0;
+  for (int line = 0; line_start < text.size(); ++line) {
+    const size_t end = std::min(text.find('\n', line_start), text.size());
+    std::string content = text.substr(line_start, end - line_start);
+    if (!content.empty() && content.back() == '\r') content.pop_back();
+    const size_t first = content.find_first_not_of(" \t");
+    if (first != std::string::npos && content[first] != '#') {
+      if (content[0] != '%') {
+        const bool dashes =
+            content.rfind("---", 0) == 0 && (content.size() == 3 || content[3] == ' ' || content[3] == '\t');
+        if (!directive.empty() && !dashes) {
+          YAML::Mark mark;
+          mark.line = line;
+          mark.column = 0;
+          v.fail(mark, "syntax",
+                 fmt::format("the directive {} must be followed by a line '---' before the document",
+                             lab::quote(directive)));
+        }
+        return;
+      }
+      if (directive.empty()) directive = content;
+    }
+    line_start = end + 1;
+  }
+}
+
+// A quiz file uses no YAML tags: an undeclared handle (!h!x) is an error in YAML that yaml-cpp lets
+// through, a tag that contradicts its node (!!map on a list) is ignored, and a custom one means nothing here.
+void check_no_tags(const Validator& v, const std::string& text, const YAML::Node& node,
+                   const std::string& field) {
+  const YAML::Mark mark = node.Mark();
+  const bool written =
+      !mark.is_null() && static_cast<size_t>(mark.pos) < text.size() && text[mark.pos] == '!';
+  if (written || (!node.Tag().empty() && node.Tag() != "?" && node.Tag() != "!")) {  // a null has ""
+    const std::string tag =
+        written ? text.substr(mark.pos, text.find_first_of(" \t\n", mark.pos) - mark.pos) : node.Tag();
+    v.fail(mark, field.empty() ? "top level" : field,
+           fmt::format("the tag {} is not allowed (a quiz file uses no YAML tags)", lab::quote(tag)));
+  }
+  if (node.IsSequence())
+    for (size_t i = 0; i < node.size(); ++i) check_no_tags(v, text, node[i], fmt::format("{}[{}]", field, i));
+  if (!node.IsMap()) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    check_no_tags(v, text, it->first, field);
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+    check_no_tags(v, text, it->second, field.empty() ? key : field + "." + key);
   }
 }
 
@@ -468,7 +540,9 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
   normalize_line_ends(text);
   Validator v(name, text);
   check_bytes(v, text);
+  check_directives(v, text);
   const YAML::Node root = parse_one_document(v, text);
+  check_no_tags(v, text, root, "");
   if (!root.IsMap()) v.fail(root.Mark(), "top level", "must be a mapping with title and questions");
   v.keys(root, kTopLevelKeys, "");
 
