@@ -170,27 +170,12 @@ std::string lab_executable(const lab::LabDecl& decl) {
   return AMP_LAB_BINARY_DIR "/bin/" + decl.executable();
 }
 
-// What each lab prints (text, --quick --no-color) and its report (--json --quick), run once.
-struct LabOutput {
-  std::string text;
-  lab::Report report{"", ""};
-};
-
-const std::map<std::string, LabOutput>& lab_outputs() {
-  static const std::map<std::string, LabOutput> outputs = [] {
-    std::map<std::string, LabOutput> out;
-    for (const auto& decl : lab::catalog()) {
-      const auto text = test_support::run_process({lab_executable(decl), "--quick", "--no-color"}, 300);
-      const auto json = test_support::run_process({lab_executable(decl), "--quick", "--json"}, 300);
-      INFO(decl.executable() << " exited " << text.code << " and " << json.code << "; stderr: " << text.err
-                             << json.err);
-      REQUIRE((text.code == 0 || text.code == 1));
-      REQUIRE((json.code == 0 || json.code == 1));
-      out[decl.id] = {text.out, lab::Report::from_json(nlohmann::json::parse(json.out))};
-    }
-    return out;
-  }();
-  return outputs;
+// What a lab's executable prints with `flag` (--no-color: its text; --json: its report) in quick mode.
+std::string lab_output(const lab::LabDecl& decl, const std::string& flag) {
+  const auto run = test_support::run_process({lab_executable(decl), "--quick", flag}, 300);
+  INFO(decl.executable() << " --quick " << flag << " exited " << run.code << "; stderr: " << run.err);
+  REQUIRE((run.code == 0 || run.code == 1));
+  return run.out;
 }
 
 std::optional<std::vector<std::string>> declared_observations(const std::string& id) {
@@ -295,7 +280,7 @@ TEST_CASE("amp-lab glossary lists every term with its source, within the width")
 TEST_CASE("every lab's output uses only jargon the glossary defines") {
   for (const auto& decl : lab::catalog()) {
     CAPTURE(decl.id);
-    const std::string& text = lab_outputs().at(decl.id).text;
+    const std::string text = lab_output(decl, "--no-color");
     REQUIRE_FALSE(text.empty());
     const auto found = names(runner::terms_in(text));
     for (const auto& jargon : kJargon) {
@@ -315,8 +300,8 @@ TEST_CASE("no question's answer is given away by the glosses of what its lab sho
     CAPTURE(q.id);
     const lab::LabDecl* decl = lab::find_decl(q.lab);
     REQUIRE(decl != nullptr);
-    const std::string measured = lab_outputs().at(decl->id).report.render_text(
-        {.part = lab::Part::Measured, .heading = decl->heading});
+    const lab::Report report = lab::Report::from_json(nlohmann::json::parse(lab_output(*decl, "--json")));
+    const std::string measured = report.render_text({.part = lab::Part::Measured, .heading = decl->heading});
     // A walk that starts at this question glosses every term its measured part uses, and shows the glosses
     // with that part (the text tests/test_labs.cpp scores). The glosses may not make it give the answer
     // away, nor add an answer's word to a part that already does: that is the lab's to fix.

@@ -296,7 +296,7 @@ TEST_CASE("a directory, a FIFO or a symbolic link where the file should be is se
   }
 }
 
-TEST_CASE("an unreadable file is set aside; one that cannot be set aside is kept and nothing is saved") {
+TEST_CASE("an unreadable file is set aside, and one that cannot be set aside is kept with nothing saved") {
   Scratch s;
   put(s.state() / "progress.json", R"({"version": 1, "quiz": {}})");
   const std::string unreadable = as_unprivileged(s.dir, [&] {
