@@ -190,6 +190,7 @@ TEST_CASE("terms are found as whole words, case-insensitively, with plurals and 
   CHECK(names(runner::terms_in("the ulps of a binade")) == std::vector<std::string>{"ulp", "binade"});
   CHECK(names(runner::terms_in("Fp16 and BF16")) == std::vector<std::string>{"fp16", "bf16"});
   CHECK(names(runner::terms_in("the loss\n    scale grew")) == std::vector<std::string>{"loss scale"});
+  CHECK(names(runner::terms_in("\x1b[1mfp16\x1b[0m zeroed")) == std::vector<std::string>{"fp16"});
   CHECK(names(runner::terms_in("amp::GradScaler, torch.amp.GradScaler")) ==
         std::vector<std::string>{"GradScaler"});
   CHECK(names(runner::terms_in("scaler.unscale_(opt)")) == std::vector<std::string>{"GradScaler", "unscale"});

@@ -405,10 +405,19 @@ char lower(char c) {
   return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
 
-// `text` with every run of blanks (line breaks and indents of a wrapped line) as one space.
+// `text` with every run of blanks (line breaks and indents of a wrapped line) as one space, and without
+// colour codes ("\x1b[1m"), so that a term in bold is found like any other.
 std::string one_line(std::string_view text) {
   std::string out;
-  for (const char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      const size_t end = text.find_first_not_of("0123456789;", i + 2);
+      if (end != std::string_view::npos && text[end] == 'm') {
+        i = end;
+        continue;
+      }
+    }
     const bool blank = c == ' ' || c == '\n' || c == '\t' || c == '\r';
     if (!blank)
       out += c;

@@ -29,7 +29,7 @@ const Term* find_term(std::string_view word);
 // The terms `text` uses, each once, in the order they first appear. A name or variant matches as a whole
 // word (not inside a longer word or identifier: "inf" is not in "information", "bf16" not in
 // "avx512_bf16"), case-insensitively unless the term is exact_case, with an optional plural "s" or "es",
-// across line breaks ("loss\n  scale").
+// across line breaks ("loss\n  scale") and colour codes (a report rendered with colour).
 std::vector<const Term*> terms_in(std::string_view text);
 
 // The terms `text` uses that are not yet in `glossed` (the names of the terms already glossed in this
