@@ -1,0 +1,234 @@
+// What the walk prints: the header, each lab's part before the question, the answer and its explanation,
+// and the summary.
+#include <algorithm>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "runner/walk_state.h"
+
+namespace runner {
+namespace {
+
+constexpr size_t kWidth = 100;  // prose is wrapped at this many columns
+const std::string kIndent = "     ";
+
+std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+std::string numbers(const std::vector<int>& list) {
+  std::string s;
+  for (int n : list) s += (s.empty() ? "" : ",") + std::to_string(n);
+  return s;
+}
+
+}  // namespace
+
+Tally tally(const std::vector<Answered>& walked) {
+  Tally t;
+  for (const auto& a : walked) {
+    t.right += a.outcome == Outcome::Right;
+    t.wrong += a.outcome == Outcome::Wrong;
+    t.skipped += a.outcome == Outcome::Skipped;
+    t.not_reached += a.outcome == Outcome::NotAsked;
+    if (a.reported()) {
+      ++t.labs_reported;
+      t.labs_passed += a.lab.report->passed();
+    }
+    t.labs_failed += a.lab_failed();
+  }
+  return t;
+}
+
+std::map<std::string, std::string> values_of(const Answered& a) {
+  std::map<std::string, std::string> values;
+  if (a.reported()) {
+    for (const auto& o : a.lab.report->observations()) {
+      values[o.key] = o.text;
+      values[o.key + ":value"] = o.unit == "%"   ? lab::percent(o.value / 100.0, 2)
+                                 : o.unit == "x" ? fmt::format("{:.{}f}x", o.value, o.value >= 100 ? 0 : 2)
+                                                 : lab::num(o.value, 3) + o.unit;
+    }
+  }
+  std::string templates = a.question->explanation + a.question->hint;
+  for (const auto& [index, why] : a.question->why_not) templates += why;
+  for (const auto& name : placeholders(templates)) values.emplace(name, "(not measured: the lab did not run)");
+  return values;
+}
+
+void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions, std::ostream& out,
+                  const lab::Style& style) {
+  out << style.bold(quiz.title) << "\n";
+  // The default track goes unannounced, so `amp-lab quiz` reads as it always has.
+  if (!options.track.empty() && !quiz.tracks.empty() && options.track != quiz.tracks.front().id) {
+    std::string title = "every question of every track";
+    for (const auto& t : quiz.tracks)
+      if (t.id == options.track) title = t.title;
+    out << fmt::format("Track {}: {} ({})\n", options.track, title, plural(questions, "question", "questions"));
+  }
+  if (!quiz.intro.empty() && !options.reveal) out << lab::wrap(quiz.intro, kWidth) << "\n";
+  const lab::ContextArgs& c = options.context;
+  // No global dtype: each lab states the types it uses in its own header (labs 01, 02 and 09-12 run fp16).
+  out << style.dim(fmt::format("device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION, c.seed,
+                               c.dtype ? " · --dtype " + *c.dtype + " where a lab lets you choose" : "",
+                               c.quick ? " · quick mode" : "", c.flip ? " · FLIPPED" : ""))
+      << "\n";
+}
+
+void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style) {
+  out << "\n"
+      << style.bold(fmt::format("━━ {}/{} · lab {} · {} ━━", index + 1, count, a.question->lab,
+                                a.decl ? a.decl->source() : "?"))
+      << "\n"
+      << std::flush;  // a reader of a pipe sees which lab runs
+}
+
+void print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
+  if (!a.reported()) {
+    const bool stopped = a.lab.kind == LabOutcome::Kind::Interrupted;
+    out << (stopped ? style.yellow("Interrupted: " + a.lab.message) : style.red("The lab failed: " + a.lab.message))
+        << "\n";
+    return;
+  }
+  // The lab's own types next to its device, where the old banner had one global dtype.
+  lab::Report report = *a.lab.report;
+  if (!a.lab.dtypes.empty()) {
+    std::string header = report.header();
+    const auto seed = header.find(" · seed ");
+    header.insert(seed == std::string::npos ? header.size() : seed, " · " + a.lab.dtypes);
+    report.set_header(header);
+  }
+  // Observe first: what the lab measured, under its neutral heading. The checks state the answer, so they
+  // wait until the learner has answered (--reveal shows everything at once).
+  const lab::Part part = options.reveal ? lab::Part::All : lab::Part::Measured;
+  const std::string heading = options.reveal ? "" : a.decl->heading;
+  out << report.render_text({.color = options.color, .part = part, .heading = heading});
+}
+
+void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer) {
+  out << "\n" << style.bold(fmt::format("Q{}. {}", q.number, q.prompt)) << "\n";
+  for (size_t k = 0; k < q.options.size(); ++k) {
+    const bool correct = mark_answer && static_cast<int>(k) == q.answer;
+    std::string line = fmt::format("  {}) {}", letter(static_cast<int>(k)), q.options[k]);
+    out << (correct ? style.green(line + "   <- answer") : line) << "\n";
+  }
+}
+
+namespace {
+
+// The correct option and why; then why each wrong one is wrong, the learner's own first, marked.
+void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style) {
+  const Question& q = *a.question;
+  const auto values = values_of(a);
+  out << style.bold(fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer])) << "\n";
+  out << lab::wrap("Why: " + fill(q.explanation, values), kWidth, kIndent) << "\n";
+  std::vector<int> order;
+  if (a.chosen >= 0 && a.chosen != q.answer) order.push_back(a.chosen);
+  for (const auto& [index, why] : q.why_not)
+    if (index != a.chosen) order.push_back(index);
+  for (int index : order) {
+    const bool theirs = index == a.chosen;
+    const std::string label = fmt::format("Not {}) {}{}", letter(index), q.options[index], theirs ? " (your answer)" : "");
+    const auto why = q.why_not.find(index);
+    const std::string text = why == q.why_not.end() ? label + "." : label + ": " + fill(why->second, values);
+    const std::string wrapped = lab::wrap(text, kWidth, kIndent);
+    out << (theirs ? style.yellow(wrapped) : wrapped) << "\n";
+  }
+}
+
+void print_checks(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
+  if (!a.reported()) return;
+  const lab::Report& report = *a.lab.report;
+  const std::string details = report.render_text({.color = options.color, .part = lab::Part::Details});
+  if (!details.empty()) out << details;
+  out << "\n" << report.render_text({.color = options.color, .part = lab::Part::Verdict});
+  if (!report.passed())
+    out << style.yellow(fmt::format("Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
+                                    report.checks_passed(), report.checks().size()))
+        << "\n";
+}
+
+}  // namespace
+
+void print_answer(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
+  if (a.outcome == Outcome::Skipped) out << style.yellow("Skipped.") << "\n";
+  else if (a.outcome == Outcome::Right) out << style.green("Right!") << "\n";
+  else out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
+  print_explanation(a, out, style);
+  print_checks(a, options, out, style);
+}
+
+void print_key(const Answered& a, std::ostream& out, const lab::Style& style) { print_explanation(a, out, style); }
+
+namespace {
+
+std::string lab_cell(const Answered& a) {
+  if (!a.ran) return "not run";
+  switch (a.lab.kind) {
+    case LabOutcome::Kind::Report:
+      return fmt::format("{}/{} {}", a.lab.report->checks_passed(), a.lab.report->checks().size(),
+                         a.lab.report->passed() ? "pass" : "FAIL");
+    case LabOutcome::Kind::Interrupted: return "interrupted";
+    case LabOutcome::Kind::Crashed: return "lab crashed";
+    case LabOutcome::Kind::NotBuilt: return "not built";
+    default: return "lab failed";
+  }
+}
+
+// The answer of a question is shown only once the learner answered it (or asked for the key).
+std::vector<std::string> summary_row(const Answered& a, bool reveal) {
+  const bool answered = a.outcome == Outcome::Right || a.outcome == Outcome::Wrong;
+  std::string yours = a.outcome == Outcome::Skipped ? "skipped"
+                      : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Outcome::Right ? "right" : "wrong")
+                                 : "-";
+  const std::string correct = answered || reveal ? std::string(1, letter(a.question->answer)) : "-";
+  return {std::to_string(a.question->number), a.question->id, reveal ? "-" : yours, correct, lab_cell(a)};
+}
+
+void print_checks_line(const Tally& t, std::ostream& out) {
+  if (t.labs_reported == 0 && t.labs_failed == 0) {
+    out << "Lab checks: no lab ran to the end\n";
+  } else if (t.all_passed()) {
+    out << (t.labs_reported == 1 ? std::string("Lab checks: held in the 1 lab run\n")
+                                 : fmt::format("Lab checks: held in all {} labs run\n", t.labs_reported));
+  } else {
+    out << fmt::format("Lab checks: did NOT all hold: {} of {} passed{}\n", t.labs_passed,
+                       plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
+                       t.labs_failed ? fmt::format("; {} failed to run", plural(static_cast<size_t>(t.labs_failed), "lab", "labs")) : "");
+  }
+}
+
+void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& options, std::ostream& out,
+                      const lab::Style& style) {
+  std::vector<int> missed, later;
+  for (const auto& a : walked) {
+    if (a.outcome == Outcome::Wrong || a.outcome == Outcome::Skipped) missed.push_back(a.question->number);
+    if (a.outcome == Outcome::NotAsked) later.push_back(a.question->number);
+  }
+  if (!missed.empty())
+    out << fmt::format("Retry the {} you missed or skipped: ", missed.size() == 1 ? "one" : std::to_string(missed.size()))
+        << style.bold(options.command + " --only " + numbers(missed)) << "\n";
+  if (!later.empty())
+    out << "Go on where you stopped: " << style.bold(options.command + " --only " + numbers(later)) << "\n";
+}
+
+}  // namespace
+
+void print_summary(const std::vector<Answered>& walked, const WalkOptions& options, const std::string& stop_reason,
+                   std::ostream& out, const lab::Style& style) {
+  if (!stop_reason.empty()) out << "\n" << style.yellow("Stopped (" + stop_reason + ").") << "\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& a : walked) rows.push_back(summary_row(a, options.reveal));
+  out << "\n" << style.bold("Summary") << "\n";
+  for (const auto& line : lab::format_table({"#", "question", "your answer", "correct", "lab checks"}, rows))
+    out << "  " << line << "\n";
+  const Tally t = tally(walked);
+  if (!options.reveal)
+    out << style.bold(fmt::format("Score: {}/{} right", t.right, walked.size()))
+        << fmt::format(" ({} wrong, {} skipped{})", t.wrong, t.skipped,
+                       stop_reason.empty() ? "" : fmt::format(", {} not reached", t.not_reached))
+        << "\n";
+  print_checks_line(t, out);
+  if (!options.reveal) print_next_steps(walked, options, out, style);
+}
+
+}  // namespace runner
