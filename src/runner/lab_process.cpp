@@ -335,9 +335,12 @@ std::string types_in(const std::string& text) {
       {"fp8", "fp8"},   {"e4m3", "E4M3"},    {"e4m3fn", "E4M3"}, {"e5m2", "E5M2"}};
   std::vector<std::string> found;
   std::string word;
+  int depth = 0;  // words in parentheses are asides ("fp16 by default; --dtype bf16 for bf16"), not the types used
   for (size_t i = 0; i <= text.size(); ++i) {
     const char c = i < text.size() ? text[i] : ' ';
-    if (std::isalnum(static_cast<unsigned char>(c))) {
+    if (depth > 0) word.clear();
+    depth += c == '(' ? 1 : c == ')' && depth > 0 ? -1 : 0;
+    if (depth == 0 && std::isalnum(static_cast<unsigned char>(c))) {
       word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       continue;
     }
