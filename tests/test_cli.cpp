@@ -121,12 +121,18 @@ TEST_CASE("scripted wrong answers are marked wrong with the correct option and a
   CHECK(has(r.out, "Score: 0/2 right (2 wrong, 0 skipped)"));
 }
 
-TEST_CASE("interactive input: invalid answers prompt again, upper case counts, h shows the hint") {
-  const auto r = run(kTwo, "x\n\nh\nC\n  d \n");
+TEST_CASE("interactive input: invalid answers prompt again, upper case counts, h shows the hint, and --json counts it") {
+  const fs::path json = scratch("hints.json");
+  const auto r = run(kTwo + " --json " + json.string(), "x\n\nh\nC\n  d \n");
   CHECK(r.code == 0);
   CHECK(count(r.out, "Please answer with one letter a-d") == 2);
   CHECK(has(r.out, "Hint: "));
   CHECK(has(r.out, "Score: 2/2 right"));
+  const auto j = nlohmann::json::parse(slurp(json));
+  fs::remove(json);
+  REQUIRE(j["questions"].size() == 2);
+  CHECK(j["questions"][0]["hints"] == 1);
+  CHECK(j["questions"][1]["hints"] == 0);
 }
 
 TEST_CASE("s skips a question and the summary says so") {
