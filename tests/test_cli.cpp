@@ -873,7 +873,7 @@ TEST_CASE("the walk waits for a lab still being built, and a lab whose build fai
   CHECK_FALSE(has(out, "building lab"));  // no live line into a file
 }
 
-TEST_CASE("on a terminal a slow lab shows a live line that is erased before its report; a pipe never sees it") {
+TEST_CASE("on a terminal a slow lab shows a live line that is erased before its report, and a pipe never sees it") {
   FakeLabs labs;
   labs.replace("lab03_number_formats", "sleep 1.5; exec " + labs.real("lab03_number_formats") + " \"$@\"");
   Terminal t("quiz --quick --device cpu --only 3 --answers c", labs.env());
@@ -923,7 +923,7 @@ Stopped stop_walk(const FakeLabs& labs, const std::string& args, const std::stri
 
 }  // namespace
 
-TEST_CASE("the first Ctrl-C during a lab says at once that the walk stops after it; the lab ends its run, then the summary") {
+TEST_CASE("the first Ctrl-C during a lab says at once that the walk stops after it, and the lab ends its run before the summary") {
   FakeLabs labs;
   labs.replace("lab03_number_formats",
                "echo $$ > \"$LABPID\"; sleep 2; exec " + labs.real("lab03_number_formats") + " \"$@\"");
