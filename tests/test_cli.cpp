@@ -40,18 +40,34 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
+// Saved progress goes to a folder of this test run, never to the user's ~/.local/state: every amp-lab the
+// tests start inherits XDG_STATE_HOME.
+struct StateHome {
+  fs::path path = fs::temp_directory_path() / ("amp_lab_cli_state_" + std::to_string(::getpid()));
+  StateHome() {
+    fs::create_directories(path);
+    ::setenv("XDG_STATE_HOME", path.c_str(), 1);
+  }
+  ~StateHome() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+const StateHome state_home;
+
 // Per process, so that test runs in other clones at the same time do not share files.
 fs::path scratch(const std::string& name) {
   return fs::temp_directory_path() / ("amp_lab_cli_" + std::to_string(::getpid()) + "_" + name);
 }
 
 // Runs `build/bin/<program> <args>` with `input` on stdin; NO_COLOR keeps the output plain.
-Result run(const std::string& args, const std::string& input = "", const std::string& program = "amp-lab") {
+Result run(const std::string& args, const std::string& input = "", const std::string& program = "amp-lab",
+           const std::string& env = "") {
   static int n = 0;
   const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(n++);
   const fs::path in = scratch(tag + ".in"), out = scratch(tag + ".out"), err = scratch(tag + ".err");
   std::ofstream(in) << input;
-  const std::string cmd = "NO_COLOR=1 \"" AMP_LAB_BINARY_DIR "/bin/" + program + "\" " + args + " < \"" +
+  const std::string cmd = "NO_COLOR=1 " + env + " \"" AMP_LAB_BINARY_DIR "/bin/" + program + "\" " + args + " < \"" +
                           in.string() + "\" > \"" + out.string() + "\" 2> \"" + err.string() + "\"";
   const int status = std::system(cmd.c_str());
   Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
@@ -1164,4 +1180,68 @@ TEST_CASE("the summary shows no answer of a question not answered, and ends with
   CHECK(has(other.out, "Retry the one you missed or skipped: amp-lab quiz --track other --quiz " + two.string() +
                            " --only 2\n"));
   fs::remove(two);
+}
+
+// ---- Progress, glossary, width -----------------------------------------------------------------------
+
+TEST_CASE("typed answers are saved as the walk goes: --resume goes on, --retry asks the missed, --reset forgets") {
+  const fs::path saved = state_home.path / "amp-lab" / "progress.json";
+  fs::remove(saved);
+  const auto first = run("quiz --quick --device cpu --only 3,4", "b\nh\ns\n");  // Q3 wrong; Q4 a hint, skipped
+  REQUIRE(first.code == 0);
+  REQUIRE(fs::exists(saved));
+  const auto j = nlohmann::json::parse(slurp(saved));
+  const auto& core = j["quiz"][project_quiz().tracks.front().id]["questions"];
+  CHECK(core["3"]["outcome"] == "wrong");
+  CHECK(core["3"]["answer"] == "b");
+  CHECK(core["4"]["outcome"] == "skipped");
+  CHECK(core["4"]["hints"] == 1);
+  const auto progress = run("progress");
+  CHECK(progress.code == 0);
+  CHECK(has(progress.out, "b (wrong)"));
+  // --resume: the questions with nothing saved, the first of them first.
+  const auto resume = run("quiz --quick --device cpu --resume", "q\n");
+  CHECK(has(resume.out, "Q" + std::to_string(default_track().questions.front().number) + ". "));
+  CHECK_FALSE(has(resume.out, "Q3. "));
+  // --retry: exactly the ones last answered wrong or skipped.
+  const auto retry = run("quiz --quick --device cpu --retry", "c\nq\n");
+  CHECK(has(retry.out, "Q3. "));
+  CHECK(has(retry.out, "Right!"));
+  const auto after = nlohmann::json::parse(slurp(saved));
+  CHECK(after["quiz"][project_quiz().tracks.front().id]["questions"]["3"]["attempts"] == 2);
+  const auto reset = run("quiz --reset");
+  CHECK(reset.code == 0);
+  CHECK(has(reset.out, "forgotten"));
+  const auto nothing = run("quiz --retry");
+  CHECK(nothing.code == 2);
+  CHECK(has(nothing.err, "--retry: no question of this track was last answered wrong or skipped"));
+  // Scripted answers are not the learner's: --answers saves nothing.
+  CHECK(run(kTwo + " --answers ab").code == 0);
+  CHECK(run("quiz --retry").code == 2);
+}
+
+TEST_CASE("a term is glossed the first time the walk shows it, once, and amp-lab glossary lists the terms") {
+  const auto r = run("quiz --quick --device cpu --only 2,7 --answers ss");
+  REQUIRE(r.code == 0);
+  CHECK(count(r.out, "  subnormal: ") == 1);  // lab 02 shows it first; lab 07 does not gloss it again
+  CHECK(count(r.out, "  GradScaler: ") == 1);
+  const auto g = run("glossary");
+  CHECK(g.code == 0);
+  for (const char* term : {"subnormal:", "GradScaler:", "ulp:", "E4M3:"}) CHECK(has(g.out, term));
+}
+
+TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 and at 120") {
+  for (const char* columns : {"80", "120"}) {
+    CAPTURE(columns);
+    const auto r = run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --answers abcd"), "",
+                       "amp-lab", std::string("COLUMNS=") + columns);
+    REQUIRE(r.code == 0);
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      size_t glyphs = 0;
+      for (unsigned char c : line) glyphs += (c & 0xC0) != 0x80;
+      CAPTURE(line);
+      CHECK(glyphs <= static_cast<size_t>(std::stoi(columns)));
+    }
+  }
 }

@@ -28,6 +28,8 @@
 #include "lab/cli_args.h"
 #include "lab/text.h"
 #include "runner/commands.h"
+#include "runner/glossary.h"
+#include "runner/progress.h"
 #include "runner/interrupt.h"
 #include "runner/lab_process.h"
 #include "runner/quiz.h"
@@ -67,6 +69,8 @@ constexpr const char* kUsage =
     "  quiz   take the quiz: each question runs its lab first   (amp-lab quiz --help lists the tracks)\n"
     "  run    run one lab: amp-lab run LAB [--device ..] [--dtype ..] [--seed ..] [--quick] [--flip] [--json]\n"
     "  list   list the tracks, their labs and the questions they back\n"
+    "  progress  what you answered so far, per track (amp-lab quiz --resume goes on, --retry asks again)\n"
+    "  glossary  the terms the labs use, each with a definition and a source\n"
     "  info   LibTorch build, the CPU's 16-bit features, the CUDA device\n"
     "  --version  amp-lab's version and the LibTorch it was built with\n";
 
@@ -141,18 +145,46 @@ int cmd_list(int argc, const char* const* argv) {
   return lab::kExitPass;
 }
 
+int cmd_progress(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab progress", "What you answered so far, per track.");
+  options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>())("no-color", "plain text");
+  auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  const runner::Quiz quiz = runner::load(args.count("quiz") ? args["quiz"].as<std::string>() : runner::default_quiz_path());
+  std::string why;
+  const auto dir = runner::default_state_dir(&why);
+  if (!dir) throw lab::UsageError("no saved progress: " + why);
+  runner::ProgressStore store(*dir);
+  runner::print_progress(std::cout, store.load(), quiz, store.file(), lab::terminal_width(),
+                         lab::want_color(lab::flag(args, "no-color")));
+  return lab::kExitPass;
+}
+
+int cmd_glossary(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab glossary", "The terms the labs use.");
+  options.add_options()("no-color", "plain text");
+  auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  runner::print_glossary(std::cout, lab::terminal_width(), lab::want_color(lab::flag(args, "no-color")));
+  return lab::kExitPass;
+}
+
 int dispatch(const std::string& command, int argc, const char* const* argv) {
   if (command == "quiz") return runner::cmd_quiz(argc, argv);
   if (command == "run") return cmd_run(argc, argv);
   if (command == "list") return cmd_list(argc, argv);
   if (command == "info") return cmd_info(argc, argv);
+  if (command == "progress") return cmd_progress(argc, argv);
+  if (command == "glossary") return cmd_glossary(argc, argv);
   if (command == "plan") return runner::cmd_plan(argc, argv);
-  throw lab::UsageError("unknown command " + lab::quote(command) + " (commands: quiz, run, list, info)");
+  throw lab::UsageError("unknown command " + lab::quote(command) +
+                        " (commands: quiz, run, list, progress, glossary, info)");
 }
 
 // Runs the command; every error is one line on stderr and an exit code.
 int run_command(const std::string& command, int argc, const char* const* argv) {
-  const bool known = command == "quiz" || command == "run" || command == "list" || command == "info";
+  const bool known = command == "quiz" || command == "run" || command == "list" || command == "info" ||
+                     command == "progress" || command == "glossary";
   const std::string name = known ? "amp-lab " + command : "amp-lab";  // names the command in messages
   try {
     lab::check_stdout_open();

@@ -1,4 +1,5 @@
 // amp-lab quiz (and amp-lab plan quiz): its flags, checked before any lab runs.
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +30,9 @@ cxxopts::Options quiz_options(const std::string& tracks) {
       ("reveal", "run every lab and show the answer key with the explanations")
       ("track", "the questions to walk: " + tracks, cxxopts::value<std::string>())
       ("only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())
+      ("resume", "go on with the track's questions not answered yet (progress is saved as you answer)")
+      ("retry", "ask again the track's questions last answered wrong or skipped")
+      ("reset", "forget the track's saved progress (amp-lab progress shows it)")
       ("json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())
       ("no-color", "plain text (NO_COLOR is honoured too)")
       ("quiz", "the quiz file (default: " + lab::escape(default_quiz_path()) + ")", cxxopts::value<std::string>())
@@ -102,10 +106,42 @@ std::string shell_word(const std::string& s) {
   return lab::escape(out + "'", 200);
 }
 
+// The screen's rows: a terminal's, else $LINES, else 40.
+size_t terminal_rows() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) return ws.ws_row;
+  const char* lines = std::getenv("LINES");
+  const long n = lines ? std::strtol(lines, nullptr, 10) : 0;
+  return n >= 10 && n <= 1000 ? static_cast<size_t>(n) : 40;
+}
+
 struct Parsed {
   Quiz quiz;  // the chosen track's questions
   WalkOptions walk;
+  std::optional<ProgressStore> store;  // where answers typed by a person are saved
 };
+
+// The saved progress's store; nullopt (and `why`) when there is no home to keep it in.
+std::optional<ProgressStore> progress_store(std::string* why) {
+  if (const auto dir = default_state_dir(why)) return ProgressStore(*dir);
+  return std::nullopt;
+}
+
+// --resume and --retry choose the questions from the saved progress; --only chooses them by number.
+std::vector<int> chosen_questions(const cxxopts::ParseResult& args, const Quiz& track, std::optional<ProgressStore>& store) {
+  const bool resume = lab::flag(args, "resume"), retry = lab::flag(args, "retry");
+  if (resume + retry + static_cast<bool>(args.count("only")) > 1)
+    throw lab::UsageError("--only, --resume and --retry choose the questions: give one of them");
+  if (args.count("only")) return lab::parse_question_list(args["only"].as<std::string>(), track_numbers(track));
+  if (!resume && !retry) return {};
+  std::string why;
+  if (!store && !(store = progress_store(&why))) throw lab::UsageError(fmt::format("--{}: no saved progress: {}", resume ? "resume" : "retry", why));
+  const std::vector<int> numbers = resume ? resume_questions(store->load(), track) : retry_questions(store->load(), track);
+  if (numbers.empty())
+    throw lab::UsageError(resume ? "--resume: every question of this track has an answer saved (--retry asks the missed ones)"
+                                 : "--retry: no question of this track was last answered wrong or skipped");
+  return numbers;
+}
 
 Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, const std::string& quiz_path) {
   Parsed p{track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id), {}};
@@ -113,7 +149,7 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   w.track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
   w.context = lab::context_args(args);
   w.lab_flags = lab_flags(w.context);
-  if (args.count("only")) w.only = lab::parse_question_list(args["only"].as<std::string>(), track_numbers(p.quiz));
+  w.only = chosen_questions(args, p.quiz, p.store);
   if (args.count("answers")) {
     w.answers = args["answers"].as<std::string>();
     for (char c : *w.answers)
@@ -124,6 +160,9 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
   if (args.count("json")) w.json_path = args["json"].as<std::string>();
   w.inputs = {{quiz_path, "the quiz file"}};
+  // Answers typed by a person are saved; scripted ones (--answers) and the answer key (--reveal) are not.
+  if (!w.answers && !w.reveal && !p.store) p.store = progress_store(nullptr);
+  if (p.store) w.inputs.push_back({p.store->file().string(), "the saved progress"});
   w.command = command_name() + " quiz" + (w.track != file.tracks.front().id ? " --track " + w.track : "") +
               (args.count("quiz") ? " --quiz " + shell_word(quiz_path) : "");
   return p;
@@ -131,16 +170,33 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
 
 }  // namespace
 
+// --reset: forgets the track's saved progress (every track's for --track all) and says so.
+int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
+  const std::string track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
+  track_of(file, track);  // an unknown track is refused
+  std::string why;
+  auto store = progress_store(&why);
+  if (!store) throw lab::UsageError("--reset: no saved progress: " + why);
+  if (!store->reset(track == kAllTracks ? "" : track)) return lab::kExitLabError;  // the store said why
+  std::cout << fmt::format("Progress of {} forgotten ({}).\n", track == kAllTracks ? "every track" : "track " + track,
+                           lab::escape(store->file().string()));
+  return lab::kExitPass;
+}
+
 int cmd_quiz(int argc, const char* const* argv) {
   auto args = quiz_options("").parse(argc, argv);
   if (lab::flag(args, "help")) return print_help(args);
   if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const std::string quiz_path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
   const Quiz file = load(quiz_path);
+  if (lab::flag(args, "reset")) return reset_progress(args, file);
   Parsed p = parse_quiz_command(args, file, quiz_path);
   check_cuda(p.walk.context);
   p.walk.color = lab::want_color(lab::flag(args, "no-color"));
   p.walk.live = isatty(STDOUT_FILENO);
+  p.walk.width = lab::terminal_width();
+  p.walk.rows = terminal_rows();
+  if (p.store && !p.walk.answers && !p.walk.reveal) p.walk.progress = &*p.store;
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   p.walk.pause = !p.walk.answers && !p.walk.reveal && isatty(STDIN_FILENO);
   return walk(p.quiz, p.walk, std::cin, std::cout);

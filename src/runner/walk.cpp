@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
+#include <sstream>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -28,7 +30,7 @@ std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::
 }
 
 // Reads one answer. Returns the option index, -1 for skip, or nullopt to stop (q, EOF, Ctrl-C).
-std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const lab::Style& style,
+std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const lab::Style& style, size_t width,
                        std::string* stop_reason) {
   const Question& q = *a.question;
   const int n = static_cast<int>(q.options.size());
@@ -47,7 +49,7 @@ std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const l
       }
       if (c == 'h') {
         ++a.hints;
-        out << style.dim(lab::wrap("Hint: " + fill(q.hint, values_of(a)), /*width=*/100, /*indent=*/"      ")) << "\n";
+        print_hint(a, out, style, width);
         continue;
       }
     }
@@ -101,36 +103,50 @@ void run_lab(Answered& a, const WalkOptions& options, std::ostream& out) {
 // The learner's choice (or the scripted one): the option index, -1 to skip; nullopt stops the walk.
 std::optional<int> answer_of(Answered& a, size_t i, const WalkOptions& options, std::istream& in, std::ostream& out,
                              const lab::Style& style, std::string* stop_reason) {
-  if (!options.answers) return ask(a, in, out, style, stop_reason);
+  if (!options.answers) return ask(a, in, out, style, options.width, stop_reason);
   const char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*options.answers)[i])));
   out << "Your answer: " << c << " (scripted)\n";
   return c == 's' ? -1 : c - 'a';
 }
 
+// Saves the answer (right, wrong or skipped, with the hints shown) as the walk goes; a failed save is
+// warned about once by the store, and the walk goes on.
+void save(const Answered& a, const WalkOptions& options) {
+  if (!options.progress) return;
+  const Outcome outcome = a.outcome == Asked::Right ? Outcome::Right : a.outcome == Asked::Wrong ? Outcome::Wrong : Outcome::Skipped;
+  options.progress->record(*a.question, outcome, a.chosen >= 0 ? letter(a.chosen) : '\0', a.hints);
+}
+
 // One question: its lab, what it measured, the question, the answer and what follows it. Returns false
 // when the walk stops (stop_reason says why).
 bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& options, std::istream& in,
-                   std::ostream& out, std::string* stop_reason) {
+                   std::ostream& out, std::set<std::string>& glossed, std::string* stop_reason) {
   const lab::Style style{options.color};
   // Nothing is worth running when no one can read it (stdout on a full disk, a closed pipe).
   if (!out.flush()) throw lab::OutputError("cannot write to standard output");
   print_banner(a, i, count, out, style);
   run_lab(a, options, out);
-  print_lab(a, options, out, style);
+  std::ostringstream question;  // printed after the lab: its lines are kept free on the screen
+  print_question(*a.question, question, style, options.reveal, options.width);
+  const std::string q = question.str();
+  const size_t reserved = static_cast<size_t>(std::count(q.begin(), q.end(), '\n')) + 1;  // + the prompt
+  const std::string later_glosses = print_lab(a, options, out, style, glossed, reserved);
   if (interrupt_signal()) {
     *stop_reason = interrupt_reason();
     return false;
   }
-  print_question(*a.question, out, style, options.reveal);
+  out << q;
   if (options.reveal) {
-    print_key(a, out, style);
+    print_key(a, out, style, options.width);
     return true;
   }
   const std::optional<int> choice = answer_of(a, i, options, in, out, style, stop_reason);
   if (!choice) return false;
   a.chosen = *choice;
-  a.outcome = a.chosen < 0 ? Outcome::Skipped : a.chosen == a.question->answer ? Outcome::Right : Outcome::Wrong;
+  a.outcome = a.chosen < 0 ? Asked::Skipped : a.chosen == a.question->answer ? Asked::Right : Asked::Wrong;
+  save(a, options);
   print_answer(a, options, out, style);
+  out << later_glosses;
   return !(options.pause && i + 1 < count && !pause(in, out, style, stop_reason));
 }
 
@@ -144,12 +160,13 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
 
   print_header(quiz, options, walked.size(), out, style);
   std::string stop_reason;
+  std::set<std::string> glossed;  // terms glossed so far: each once per walk
   for (size_t i = 0; i < walked.size(); ++i) {
     if (interrupt_signal()) {  // a signal while the quiz loaded, or during the pause
       stop_reason = interrupt_reason();
       break;
     }
-    if (!walk_question(walked[i], i, walked.size(), options, in, out, &stop_reason)) break;
+    if (!walk_question(walked[i], i, walked.size(), options, in, out, glossed, &stop_reason)) break;
   }
   print_summary(walked, options, stop_reason, out, style);
   if (json) json->commit(walk_json(walked, options, stop_reason.empty()));

@@ -11,6 +11,7 @@
 
 #include "lab/cli_args.h"
 #include "runner/json_file.h"
+#include "runner/progress.h"
 #include "runner/quiz.h"
 
 namespace runner {
@@ -28,6 +29,10 @@ struct WalkOptions {
   bool color = false;
   bool live = false;                   // standard output is a terminal: live "running lab ..." lines
   std::string command = "amp-lab quiz";  // how to run this walk again, for the retry line ("... --only 2,4")
+  size_t width = 80;                   // columns to lay everything out in (lab::terminal_width())
+  size_t rows = 40;                    // the screen's rows (a terminal's, else $LINES, else 40)
+  ProgressStore* progress = nullptr;   // where each answer is saved as the walk goes; nullptr: not saved
+  bool glosses = true;                 // a one-line gloss under a lab's measured part for terms first seen
 };
 
 // Returns the exit code: 0 when every lab that ran passed its checks, 1 when a check failed, 3 when a lab

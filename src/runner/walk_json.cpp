@@ -6,7 +6,7 @@
 namespace runner {
 namespace {
 
-const char* outcome_name(Outcome o) {
+const char* outcome_name(Asked o) {
   static const char* names[] = {"right", "wrong", "skipped", "not asked"};
   return names[static_cast<int>(o)];
 }
@@ -27,7 +27,7 @@ nlohmann::json question_json(const Answered& a, bool reveal) {
   nlohmann::json j = {{"number", q.number}, {"id", q.id}, {"lab", q.lab}, {"outcome", outcome_name(a.outcome)},
                       {"hints", a.hints}, {"lab_status", lab_status(a)}};
   // As in the summary: the answer of a question not answered stays unsaid.
-  if (reveal || a.outcome == Outcome::Right || a.outcome == Outcome::Wrong) j["correct"] = std::string(1, letter(q.answer));
+  if (reveal || a.outcome == Asked::Right || a.outcome == Asked::Wrong) j["correct"] = std::string(1, letter(q.answer));
   if (a.chosen >= 0) j["answer"] = std::string(1, letter(a.chosen));
   if (a.reported()) {
     j["report"] = a.lab.report->to_json();

@@ -5,13 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "runner/glossary.h"
 #include "runner/walk_state.h"
 
 namespace runner {
 namespace {
 
-constexpr size_t kWidth = 100;  // prose is wrapped at this many columns
-const std::string kIndent = "     ";
 
 std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
@@ -26,10 +25,10 @@ std::string numbers(const std::vector<int>& list) {
 Tally tally(const std::vector<Answered>& walked) {
   Tally t;
   for (const auto& a : walked) {
-    t.right += a.outcome == Outcome::Right;
-    t.wrong += a.outcome == Outcome::Wrong;
-    t.skipped += a.outcome == Outcome::Skipped;
-    t.not_reached += a.outcome == Outcome::NotAsked;
+    t.right += a.outcome == Asked::Right;
+    t.wrong += a.outcome == Asked::Wrong;
+    t.skipped += a.outcome == Asked::Skipped;
+    t.not_reached += a.outcome == Asked::NotAsked;
     if (a.reported()) {
       ++t.labs_reported;
       t.labs_passed += a.lab.report->passed();
@@ -65,7 +64,7 @@ void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions
       if (t.id == options.track) title = t.title;
     out << fmt::format("Track {}: {} ({})\n", options.track, title, plural(questions, "question", "questions"));
   }
-  if (!quiz.intro.empty() && !options.reveal) out << lab::wrap(quiz.intro, kWidth) << "\n";
+  if (!quiz.intro.empty() && !options.reveal) out << lab::paragraph("", quiz.intro, options.width, 0) << "\n";
   const lab::ContextArgs& c = options.context;
   // No global dtype: each lab states the types it uses in its own header (labs 01, 02 and 09-12 run fp16).
   out << style.dim(fmt::format("device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION, c.seed,
@@ -82,12 +81,13 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
       << std::flush;  // a reader of a pipe sees which lab runs
 }
 
-void print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
+std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style,
+                      std::set<std::string>& glossed, size_t reserved) {
   if (!a.reported()) {
     const bool stopped = a.lab.kind == LabOutcome::Kind::Interrupted;
     out << (stopped ? style.yellow("Interrupted: " + a.lab.message) : style.red("The lab failed: " + a.lab.message))
         << "\n";
-    return;
+    return "";
   }
   // The lab's own types next to its device, where the old banner had one global dtype.
   lab::Report report = *a.lab.report;
@@ -101,26 +101,51 @@ void print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
   // wait until the learner has answered (--reveal shows everything at once).
   const lab::Part part = options.reveal ? lab::Part::All : lab::Part::Measured;
   const std::string heading = options.reveal ? "" : a.decl->heading;
-  out << report.render_text({.color = options.color, .part = part, .heading = heading});
+  const std::string shown =
+      report.render_text({.color = options.color, .part = part, .heading = heading, .width = options.width});
+  out << shown;
+  if (!options.glosses) return "";
+  // Neutral definitions of the terms this walk shows for the first time, under what was measured, as many
+  // as the screen has room for; the others after the answer.
+  const auto fresh = new_terms(shown, glossed);
+  size_t used = 2 + reserved + static_cast<size_t>(std::count(shown.begin(), shown.end(), '\n'));  // 2: the banner
+  std::string now, later;
+  for (const auto* term : fresh) {
+    const std::string gloss = format_glosses({term}, options.width);
+    const size_t lines = static_cast<size_t>(std::count(gloss.begin(), gloss.end(), '\n'));
+    const bool fits = later.empty() && used + lines + (now.empty() ? 1 : 0) <= options.rows;
+    (fits ? now : later) += gloss;
+    if (fits) used += lines + (now.size() == gloss.size() ? 1 : 0);
+  }
+  if (!now.empty()) out << style.dim("Terms:") << "\n" << now;
+  return later.empty() ? "" : style.dim("Terms:") + "\n" + later;
 }
 
-void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer) {
-  out << "\n" << style.bold(fmt::format("Q{}. {}", q.number, q.prompt)) << "\n";
+void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer, size_t width) {
+  out << "\n";
+  for (const auto& line : lab::wrap_lines(fmt::format("Q{}. {}", q.number, q.prompt), width, "", "    "))
+    out << style.bold(line) << "\n";
   for (size_t k = 0; k < q.options.size(); ++k) {
     const bool correct = mark_answer && static_cast<int>(k) == q.answer;
-    std::string line = fmt::format("  {}) {}", letter(static_cast<int>(k)), q.options[k]);
-    out << (correct ? style.green(line + "   <- answer") : line) << "\n";
+    const std::string text = fmt::format("{}) {}{}", letter(static_cast<int>(k)), q.options[k], correct ? "   <- answer" : "");
+    for (const auto& line : lab::wrap_lines(text, width, "  ", "     ")) out << (correct ? style.green(line) : line) << "\n";
   }
+}
+
+void print_hint(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
+  out << style.dim(lab::paragraph("Hint:", fill(a.question->hint, values_of(a)), width, /*hang=*/6)) << "\n";
 }
 
 namespace {
 
 // The correct option and why; then why each wrong one is wrong, the learner's own first, marked.
-void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style) {
+void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
   const Question& q = *a.question;
   const auto values = values_of(a);
-  out << style.bold(fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer])) << "\n";
-  out << lab::wrap("Why: " + fill(q.explanation, values), kWidth, kIndent) << "\n";
+  for (const auto& line : lab::wrap_lines(fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]),
+                                         width, "", "     "))
+    out << style.bold(line) << "\n";
+  out << lab::paragraph("Why:", fill(q.explanation, values), width) << "\n";
   std::vector<int> order;
   if (a.chosen >= 0 && a.chosen != q.answer) order.push_back(a.chosen);
   for (const auto& [index, why] : q.why_not)
@@ -129,8 +154,8 @@ void print_explanation(const Answered& a, std::ostream& out, const lab::Style& s
     const bool theirs = index == a.chosen;
     const std::string label = fmt::format("Not {}) {}{}", letter(index), q.options[index], theirs ? " (your answer)" : "");
     const auto why = q.why_not.find(index);
-    const std::string text = why == q.why_not.end() ? label + "." : label + ": " + fill(why->second, values);
-    const std::string wrapped = lab::wrap(text, kWidth, kIndent);
+    const std::string wrapped = why == q.why_not.end() ? lab::paragraph(label + ".", "", width)
+                                                       : lab::paragraph(label + ":", fill(why->second, values), width);
     out << (theirs ? style.yellow(wrapped) : wrapped) << "\n";
   }
 }
@@ -138,9 +163,10 @@ void print_explanation(const Answered& a, std::ostream& out, const lab::Style& s
 void print_checks(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
   if (!a.reported()) return;
   const lab::Report& report = *a.lab.report;
-  const std::string details = report.render_text({.color = options.color, .part = lab::Part::Details});
+  const std::string details =
+      report.render_text({.color = options.color, .part = lab::Part::Details, .width = options.width});
   if (!details.empty()) out << details;
-  out << "\n" << report.render_text({.color = options.color, .part = lab::Part::Verdict});
+  out << "\n" << report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = options.width});
   if (!report.passed())
     out << style.yellow(fmt::format("Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
                                     report.checks_passed(), report.checks().size()))
@@ -150,14 +176,16 @@ void print_checks(const Answered& a, const WalkOptions& options, std::ostream& o
 }  // namespace
 
 void print_answer(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
-  if (a.outcome == Outcome::Skipped) out << style.yellow("Skipped.") << "\n";
-  else if (a.outcome == Outcome::Right) out << style.green("Right!") << "\n";
+  if (a.outcome == Asked::Skipped) out << style.yellow("Skipped.") << "\n";
+  else if (a.outcome == Asked::Right) out << style.green("Right!") << "\n";
   else out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
-  print_explanation(a, out, style);
+  print_explanation(a, out, style, options.width);
   print_checks(a, options, out, style);
 }
 
-void print_key(const Answered& a, std::ostream& out, const lab::Style& style) { print_explanation(a, out, style); }
+void print_key(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
+  print_explanation(a, out, style, width);
+}
 
 namespace {
 
@@ -176,9 +204,9 @@ std::string lab_cell(const Answered& a) {
 
 // The answer of a question is shown only once the learner answered it (or asked for the key).
 std::vector<std::string> summary_row(const Answered& a, bool reveal) {
-  const bool answered = a.outcome == Outcome::Right || a.outcome == Outcome::Wrong;
-  std::string yours = a.outcome == Outcome::Skipped ? "skipped"
-                      : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Outcome::Right ? "right" : "wrong")
+  const bool answered = a.outcome == Asked::Right || a.outcome == Asked::Wrong;
+  std::string yours = a.outcome == Asked::Skipped ? "skipped"
+                      : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
                                  : "-";
   const std::string correct = answered || reveal ? std::string(1, letter(a.question->answer)) : "-";
   return {std::to_string(a.question->number), a.question->id, reveal ? "-" : yours, correct, lab_cell(a)};
@@ -201,14 +229,16 @@ void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& op
                       const lab::Style& style) {
   std::vector<int> missed, later;
   for (const auto& a : walked) {
-    if (a.outcome == Outcome::Wrong || a.outcome == Outcome::Skipped) missed.push_back(a.question->number);
-    if (a.outcome == Outcome::NotAsked) later.push_back(a.question->number);
+    if (a.outcome == Asked::Wrong || a.outcome == Asked::Skipped) missed.push_back(a.question->number);
+    if (a.outcome == Asked::NotAsked) later.push_back(a.question->number);
   }
   if (!missed.empty())
     out << fmt::format("Retry the {} you missed or skipped: ", missed.size() == 1 ? "one" : std::to_string(missed.size()))
         << style.bold(options.command + " --only " + numbers(missed)) << "\n";
+  // With progress saved, --resume goes on with the questions never answered.
   if (!later.empty())
-    out << "Go on where you stopped: " << style.bold(options.command + " --only " + numbers(later)) << "\n";
+    out << "Go on where you stopped: "
+        << style.bold(options.command + (options.progress ? " --resume" : " --only " + numbers(later))) << "\n";
 }
 
 }  // namespace
@@ -219,7 +249,8 @@ void print_summary(const std::vector<Answered>& walked, const WalkOptions& optio
   std::vector<std::vector<std::string>> rows;
   for (const auto& a : walked) rows.push_back(summary_row(a, options.reveal));
   out << "\n" << style.bold("Summary") << "\n";
-  for (const auto& line : lab::format_table({"#", "question", "your answer", "correct", "lab checks"}, rows))
+  for (const auto& line : lab::format_table({"#", "question", "your answer", "correct", "lab checks"}, rows,
+                                            options.width > 2 ? options.width - 2 : 0))
     out << "  " << line << "\n";
   const Tally t = tally(walked);
   if (!options.reveal)

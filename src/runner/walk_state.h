@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,13 +15,13 @@
 
 namespace runner {
 
-enum class Outcome { Right, Wrong, Skipped, NotAsked };
+enum class Asked { Right, Wrong, Skipped, NotAsked };
 
 struct Answered {
   explicit Answered(const Question* q) : question(q) {}
   const Question* question;
   const lab::LabDecl* decl = nullptr;
-  Outcome outcome = Outcome::NotAsked;
+  Asked outcome = Asked::NotAsked;
   int chosen = -1;  // the option index answered, -1 for none
   int hints = 0;    // how many times the hint was shown
   bool ran = false;  // the lab was started (or its build waited for)
@@ -48,14 +49,20 @@ void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions
                   const lab::Style& style);
 // "━━ 2/14 · lab loss-scaling · labs/02_loss_scaling.cpp ━━"
 void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style);
-// What the lab measured (or everything, with --reveal), or the one line saying why there is nothing.
-void print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style);
-void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer);
+// What the lab measured (or everything, with --reveal), or the one line saying why there is nothing; then a
+// gloss for each term the walk shows for the first time (`glossed` holds those already glossed), as many as
+// fit on the screen with the `reserved` lines the question and its prompt take. Returns the glosses that
+// did not fit, to show after the answer: nothing pushes the measured part off the screen.
+std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style,
+                      std::set<std::string>& glossed, size_t reserved);
+void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer, size_t width);
+// "Hint: ..." with the measured numbers.
+void print_hint(const Answered& a, std::ostream& out, const lab::Style& style, size_t width);
 // After an answer: right or wrong, the correct option and why, the learner's option first among the wrong
 // ones (marked as theirs), the others, then the lab's details and checks.
 void print_answer(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style);
 // --reveal: the explanation after the whole report.
-void print_key(const Answered& a, std::ostream& out, const lab::Style& style);
+void print_key(const Answered& a, std::ostream& out, const lab::Style& style, size_t width);
 // The table, the score, the labs' checks and the commands that retry the missed and skipped questions
 // and go on with those not reached.
 void print_summary(const std::vector<Answered>& walked, const WalkOptions& options, const std::string& stop_reason,
