@@ -18,10 +18,13 @@
 #include <stdexcept>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <ATen/Context.h>
 
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
@@ -88,6 +91,100 @@ std::optional<int64_t> peak_device_bytes(torch::Device device, const std::functi
   fn();
   if (device.is_cuda()) torch::cuda::synchronize();
   return allocator->getDeviceStats(index).allocated_bytes[kAll].peak - before;
+}
+
+namespace {
+
+// A CPU allocator that counts the bytes it hands out, installed by allocated_bytes() for one call. It
+// allocates as c10's default CPU allocator does (c10::alloc_cpu, aligned) and keeps the size of every
+// block it made, so that its deleter, which a tensor keeps after the call, can count the block out: only
+// when it was made during the call still running (each call is a generation).
+class CountingCpuAllocator final : public c10::Allocator {
+ public:
+  void start() {
+    std::lock_guard lock(mutex_);
+    ++generation_;
+    live_ = peak_ = 0;
+  }
+  int64_t live() const {
+    std::lock_guard lock(mutex_);
+    return live_;
+  }
+  int64_t peak() const {
+    std::lock_guard lock(mutex_);
+    return peak_;
+  }
+
+  c10::DataPtr allocate(size_t n) override {
+    void* data = c10::alloc_cpu(n);
+    {
+      std::lock_guard lock(mutex_);
+      blocks_[data] = {n, generation_};
+      live_ += static_cast<int64_t>(n);
+      peak_ = std::max(peak_, live_);
+    }
+    return {data, data, &CountingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return &CountingCpuAllocator::release; }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+
+  static CountingCpuAllocator& instance() {
+    static auto* allocator = new CountingCpuAllocator();  // never destroyed: late deleters still call it
+    return *allocator;
+  }
+
+ private:
+  struct Block {
+    size_t bytes;
+    uint64_t generation;
+  };
+  static void release(void* data) {
+    CountingCpuAllocator& self = instance();
+    {
+      std::lock_guard lock(self.mutex_);
+      const auto it = self.blocks_.find(data);
+      if (it != self.blocks_.end()) {
+        if (it->second.generation == self.generation_) self.live_ -= static_cast<int64_t>(it->second.bytes);
+        self.blocks_.erase(it);
+      }
+    }
+    c10::free_cpu(data);
+  }
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, Block> blocks_;
+  uint64_t generation_ = 0;
+  int64_t live_ = 0, peak_ = 0;
+};
+
+}  // namespace
+
+AllocatedBytes allocated_bytes(torch::Device device, const std::function<void()>& fn) {
+  if (device.is_cpu()) {
+    constexpr uint8_t kPriority = 255;  // above the default CPU allocator's; restored at the same priority
+    c10::Allocator* before = c10::GetCPUAllocator();
+    CountingCpuAllocator& counting = CountingCpuAllocator::instance();
+    counting.start();
+    c10::SetCPUAllocator(&counting, kPriority);
+    struct Restore {
+      c10::Allocator* allocator;
+      ~Restore() { c10::SetCPUAllocator(allocator, kPriority); }
+    } restore{before};
+    fn();
+    return {counting.peak(), counting.live()};
+  }
+  const c10::DeviceIndex index =
+      device.has_index() ? device.index() : c10::impl::getDeviceGuardImpl(device.type())->getDevice().index();
+  c10::DeviceAllocator* allocator = c10::getDeviceAllocator(device.type());
+  constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+  if (device.is_cuda()) torch::cuda::synchronize();
+  const int64_t before = allocator->getDeviceStats(index).allocated_bytes[kAll].current;
+  allocator->resetPeakStats(index);
+  fn();
+  if (device.is_cuda()) torch::cuda::synchronize();
+  const auto stats = allocator->getDeviceStats(index).allocated_bytes[kAll];
+  return {stats.peak - before, stats.current - before};
 }
 
 double max_rel_error(const torch::Tensor& y, const torch::Tensor& ref) {

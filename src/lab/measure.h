@@ -33,6 +33,17 @@ int64_t tensor_bytes(const std::vector<torch::Tensor>& tensors);
 // nullopt on the CPU, whose allocator keeps no statistics (`fn` still runs).
 std::optional<int64_t> peak_device_bytes(torch::Device device, const std::function<void()>& fn);
 
+// What the device's allocator handed out while `fn` ran, above what was live before it: the most bytes live
+// at once, and the bytes still live when it returned (a forward pass: what autograd keeps for backward).
+// CUDA: the caching allocator's statistics (its blocks, rounded up to 512 bytes). CPU: a counting wrapper
+// around the CPU allocator, installed for the call only: it sees the tensors allocated during `fn`, at
+// the sizes asked for, and not memory that oneDNN or a BLAS allocate for themselves.
+struct AllocatedBytes {
+  int64_t peak = 0;
+  int64_t retained = 0;
+};
+AllocatedBytes allocated_bytes(torch::Device device, const std::function<void()>& fn);
+
 // max |y - ref| / max |ref|, measured in float64 (ref the float64 reference).
 double max_rel_error(const torch::Tensor& y, const torch::Tensor& ref);
 
