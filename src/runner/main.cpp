@@ -126,22 +126,24 @@ int cmd_list(int argc, const char* const* argv) {
   auto args = options.parse(argc, argv);
   if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz quiz = runner::load(args.count("quiz") ? args["quiz"].as<std::string>() : runner::default_quiz_path());
+  const size_t width = lab::terminal_width();
   for (const auto& track : quiz.tracks) {
     const bool is_default = track.id == quiz.tracks.front().id;
-    std::cout << fmt::format("track {}: {}  ({}amp-lab quiz{})\n", track.id, track.title, is_default ? "default: " : "",
-                             is_default ? "" : " --track " + track.id);
+    const std::string command = fmt::format("({}amp-lab quiz{})", is_default ? "default: " : "",
+                                            is_default ? "" : " --track " + track.id);
+    std::cout << lab::paragraph(fmt::format("track {}:", track.id), track.title + "  " + command, width, 2) << "\n";
     std::vector<std::vector<std::string>> rows;
-    for (const auto& q : runner::select_track(quiz, track.id).questions) {
-      const lab::LabDecl* decl = lab::find_decl(q.lab);
-      std::string prompt = q.prompt.size() > 58 ? q.prompt.substr(0, 55) + "..." : q.prompt;
-      rows.push_back({std::to_string(q.number), q.lab, decl->executable(), prompt});
-    }
-    for (const auto& line : lab::format_table({"Q", "lab (amp-lab run LAB)", "executable", "question"}, rows))
+    for (const auto& q : runner::select_track(quiz, track.id).questions)
+      rows.push_back({std::to_string(q.number), q.lab, lab::find_decl(q.lab)->executable(), q.prompt});
+    // Fitted to the screen: the prompt column narrows and wraps at word boundaries.
+    for (const auto& line : lab::format_table({"Q", "lab", "executable", "question"}, rows,
+                                              width > 2 ? width - 2 : width))
       std::cout << "  " << line << "\n";
     std::cout << "\n";
   }
   std::cout << fmt::format("track {}: every question above, in order  (amp-lab quiz --track {})\n", runner::kAllTracks,
                            runner::kAllTracks);
+  std::cout << lab::paragraph("", "amp-lab run LAB runs one lab: LAB is its number (2 or 02), its name or its executable.", width, 0) << "\n";
   return lab::kExitPass;
 }
 

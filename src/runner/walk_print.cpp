@@ -127,8 +127,11 @@ void print_question(const Question& q, std::ostream& out, const lab::Style& styl
     out << style.bold(line) << "\n";
   for (size_t k = 0; k < q.options.size(); ++k) {
     const bool correct = mark_answer && static_cast<int>(k) == q.answer;
-    const std::string text = fmt::format("{}) {}{}", letter(static_cast<int>(k)), q.options[k], correct ? "   <- answer" : "");
-    for (const auto& line : lab::wrap_lines(text, width, "  ", "     ")) out << (correct ? style.green(line) : line) << "\n";
+    auto lines = lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[k]), width, "  ", "     ");
+    // The key's marker stays whole: on the option's last line when it fits, else on a line of its own.
+    if (correct && lines.back().size() + 12 <= width) lines.back() += "   <- answer";
+    else if (correct) lines.push_back("     <- answer");
+    for (const auto& line : lines) out << (correct ? style.green(line) : line) << "\n";
   }
 }
 
@@ -235,10 +238,15 @@ void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& op
   if (!missed.empty())
     out << fmt::format("Retry the {} you missed or skipped: ", missed.size() == 1 ? "one" : std::to_string(missed.size()))
         << style.bold(options.command + " --only " + numbers(missed)) << "\n";
-  // With progress saved, --resume goes on with the questions never answered.
+  // --only names exactly the questions of this walk not reached; --resume (saved progress) would also
+  // take those of the track this walk did not choose.
   if (!later.empty())
-    out << "Go on where you stopped: "
-        << style.bold(options.command + (options.progress ? " --resume" : " --only " + numbers(later))) << "\n";
+    out << "Go on where you stopped: " << style.bold(options.command + " --only " + numbers(later)) << "\n";
+  if (options.progress)
+    out << style.dim(fmt::format("Progress saved in {}: amp-lab progress shows it, {} --resume goes on "
+                                 "with the questions never answered.",
+                                 lab::escape(options.progress->file().string()), options.command))
+        << "\n";
 }
 
 }  // namespace
