@@ -22,6 +22,7 @@
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
 #include "runner/quiz.h"
+#include "support/answer_leak.h"
 #include "support/process.h"
 
 namespace {
@@ -1256,5 +1257,26 @@ TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 
       CAPTURE(line);
       CHECK(glyphs <= static_cast<size_t>(std::stoi(columns)));
     }
+  }
+}
+
+TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner, lab and glosses included") {
+  const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
+  const auto r = run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'));
+  REQUIRE(r.code == 0);
+  size_t from = 0, i = 0;  // each question's screen: from its banner to its own prompt, the prompt left out
+  for (const auto& q : all.questions) {
+    CAPTURE(q.number);
+    const size_t banner = r.out.find("━━ " + std::to_string(++i) + "/", from);
+    const size_t prompt = r.out.find("Your answer", banner);
+    REQUIRE(banner != std::string::npos);
+    REQUIRE(prompt != std::string::npos);
+    const std::string shown = r.out.substr(banner, r.out.rfind("Q" + std::to_string(q.number) + ". ", prompt) - banner);
+    const auto score = test_support::leak_score(shown, q.prompt, q.options, q.answer);
+    CAPTURE(score.run);
+    CHECK(score.share() < 0.5);
+    CHECK(score.run.empty());
+    CHECK(has(shown, "(measured in "));  // the lab ran and its measured part is in what was scored
+    from = r.out.find('\n', prompt);
   }
 }
