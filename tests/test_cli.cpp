@@ -924,7 +924,7 @@ TEST_CASE("on a terminal a slow lab shows a live line that is erased before its 
 namespace {
 
 // The quiz with stdin on a FIFO that never delivers a line and the labs of `labs`; once `ready` shows in
-// its output, sends each of `signals` 300 ms apart. After the first, records whether the fake lab (which
+// its output and the fake lab has started, sends each of `signals` 300 ms apart. After the first, records whether the fake lab (which
 // wrote its pid to labpid) was still running when "stopping after this lab" showed on stderr.
 struct Stopped {
   Result r;
@@ -938,6 +938,8 @@ Stopped stop_walk(const FakeLabs& labs, const std::string& args, const std::stri
       << "cd '" << d << "'\nmkfifo in\nexec 3<>in\nexport " << labs.env() << " LABPID='" << d << "/labpid'\n"
       << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args << " <in >out 2>err &\n"
       << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready << "' out && break; sleep 0.05; done\n"
+      // The fake lab has started (a signal before it starts stops the walk at once, with no lab to wait for).
+      << "for i in $(seq 600); do [ -s labpid ] && break; sleep 0.05; done\n"
       << "first=1\nfor s in " << signals << "; do kill -$s $pid\n"
       << "  if [ $first = 1 ]; then for i in $(seq 40); do grep -q 'stopping after this lab' err && break; sleep 0.025; done\n"
       << "    kill -0 $(cat labpid) 2>/dev/null && echo yes > alive; first=0; fi\n"
