@@ -366,7 +366,8 @@ void report(const Result& m, lab::Report& r) {
     table.row({row.name, row.inputs, lab::short_name(row.got),
                lab::short_name(row.off) + (row.bitwise_same ? ", bitwise equal" : "")});
 
-  r.section(fmt::format("One Linear({}, {}) layer, batch {}: autocast and fp32, both against fp64",
+  // After the answer: the op table alone is the screen before the question (it fits 80x40).
+  r.detail_section(fmt::format("One Linear({}, {}) layer, batch {}: autocast and fp32, both against fp64",
                         kInFeatures, kOutFeatures, kBatch));
   r.observe("autocast_rel_err", "autocast max error vs fp64 (share of max |y|)", m.err_amp, "",
             lab::sci(m.err_amp));
