@@ -18,7 +18,9 @@ struct TinyResult {
   std::string dtype;
 };
 
-TinyResult tiny_measure(const lab::Context& ctx) { return {torch::rand({1}).item<double>(), lab::short_name(ctx.dtype)}; }
+TinyResult tiny_measure(const lab::Context& ctx) {
+  return {torch::rand({1}).item<double>(), lab::short_name(ctx.dtype)};
+}
 
 void tiny_report(const TinyResult& m, lab::Report& r) {
   r.note("dtypes fp32, " + m.dtype);
@@ -60,7 +62,8 @@ TEST_CASE("the measured part hides the title, checks and takeaways, and the verd
   r.observe("share", "gradients zeroed", 55.6, "%");
   r.check("scaling rescues them", true, "55.6% -> 0.0%");
   r.takeaway("scaling shifts small gradients into range");
-  const std::string measured = r.render_text({.part = lab::Part::Measured, .heading = "Small gradients in fp16"});
+  const std::string measured =
+      r.render_text({.part = lab::Part::Measured, .heading = "Small gradients in fp16"});
   CHECK(measured.find("Small gradients in fp16") != std::string::npos);
   CHECK(measured.find("gradients zeroed") != std::string::npos);
   CHECK(measured.find("dtypes: fp16") != std::string::npos);
@@ -111,13 +114,14 @@ TEST_CASE("an observation key may be recorded only once") {
 
 TEST_CASE("the log2 histogram counts zeros apart and puts each magnitude in its exponent's row") {
   auto v = torch::tensor({0.0, 0.0, 1.0, 1.5, 0.25, std::ldexp(1.0, -30)});
-  const auto chart = lab::log2_histogram("grads", v, /*lo=*/-24, /*hi=*/4, /*step=*/1, {{-24, "fp16 min subnormal"}});
+  const auto chart =
+      lab::log2_histogram("grads", v, /*lo=*/-24, /*hi=*/4, /*step=*/1, {{-24, "fp16 min subnormal"}});
   CHECK(chart.data["zeros"] == 2);
   const auto counts = chart.data["counts"].get<std::vector<int64_t>>();
   REQUIRE(counts.size() == 28);
-  CHECK(counts[0] == 1);        // 2^-30 clamps into the lowest row, "< 2^-23"
-  CHECK(counts[24 + 0] == 2);   // 1.0 and 1.5 have exponent 0
-  CHECK(counts[24 - 2] == 1);   // 0.25 = 2^-2
+  CHECK(counts[0] == 1);       // 2^-30 clamps into the lowest row, "< 2^-23"
+  CHECK(counts[24 + 0] == 2);  // 1.0 and 1.5 have exponent 0
+  CHECK(counts[24 - 2] == 1);  // 0.25 = 2^-2
   bool marked = false;
   for (const auto& line : chart.lines) marked |= line.find("fp16 min subnormal") != std::string::npos;
   CHECK(marked);
@@ -154,7 +158,8 @@ TEST_CASE("a report that disagrees with its declaration is named, key by key") {
   CHECK(problems[0] == "observation 'extra' is not declared");
   CHECK(problems[1] == "checks reported [other-key], declared [draw-in-unit-interval]");
   lab::Report missing("tiny", "A tiny lab");
-  CHECK(lab::declaration_mismatches(kTiny, missing).front() == "declared observation 'draw' was not reported");
+  CHECK(lab::declaration_mismatches(kTiny, missing).front() ==
+        "declared observation 'draw' was not reported");
 }
 
 TEST_CASE("a report read back from its JSON renders exactly as the original, every part") {
@@ -175,7 +180,8 @@ TEST_CASE("a report read back from its JSON renders exactly as the original, eve
   const lab::Report back = lab::Report::from_json(nlohmann::json::parse(r.to_json().dump()));
   for (const lab::Part part : {lab::Part::All, lab::Part::Measured, lab::Part::Details, lab::Part::Verdict}) {
     CAPTURE(static_cast<int>(part));
-    CHECK(back.render_text({.part = part, .heading = "Neutral"}) == r.render_text({.part = part, .heading = "Neutral"}));
+    CHECK(back.render_text({.part = part, .heading = "Neutral"}) ==
+          r.render_text({.part = part, .heading = "Neutral"}));
   }
   CHECK(back.find_check("k2") != nullptr);
   CHECK_FALSE(back.passed());
@@ -210,7 +216,8 @@ TEST_CASE("a check key is recorded once") {
 TEST_CASE("the catalog finds each lab by id, number, stem and executable, and suggests near misses") {
   const lab::LabDecl* d = lab::find_decl("loss-scaling");
   REQUIRE(d != nullptr);
-  for (const char* name : {"2", "02", "loss_scaling", "02_loss_scaling", "lab02_loss_scaling", "Loss-Scaling"}) {
+  for (const char* name :
+       {"2", "02", "loss_scaling", "02_loss_scaling", "lab02_loss_scaling", "Loss-Scaling"}) {
     CAPTURE(name);
     CHECK(lab::find_decl(name) == d);
   }

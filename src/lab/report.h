@@ -17,8 +17,8 @@ struct Observation {
   std::string key;    // stable name, used by quiz.yaml placeholders: {lost_share}
   std::string label;  // what a person reads
   double value = 0;
-  std::string unit;   // "%", "ms", "x", "" ...
-  std::string text;   // the value as printed, unit included
+  std::string unit;  // "%", "ms", "x", "" ...
+  std::string text;  // the value as printed, unit included
 };
 
 // A claim, the measured evidence for it, and whether the evidence supports it. The key is stable (tests,
@@ -65,6 +65,12 @@ struct RenderOptions {
   bool color = false;
   Part part = Part::All;
   std::string heading;  // shown in place of the title for Part::Measured (the title states the answer)
+  // Columns to fit (lab::terminal_width() gives the terminal's); 0: one line per item, as the lab wrote
+  // it. With a width, prose (title, notes, takeaways, observation labels and values, check claims and
+  // evidence) wraps at word boundaries with a hanging indent, tables narrow or fold into records
+  // (lab::format_table), and a chart's long lines are split, its histogram marker labels moved below it
+  // as numbered notes. Words are never split. Widths under kMinLayoutWidth (text.h) count as that.
+  size_t width = 0;
 };
 
 class Report {
@@ -116,13 +122,28 @@ class Report {
   static Report from_json(const nlohmann::json& j);
 
  private:
-  struct Heading { std::string text; bool detail = false; };
-  struct Note { std::string text; };
-  struct Takeaway { std::string text; };
-  struct ObsRef { size_t index; };
-  struct TableRef { size_t index; };
-  struct ChartRef { size_t index; };
-  struct CheckRef { size_t index; };
+  struct Heading {
+    std::string text;
+    bool detail = false;
+  };
+  struct Note {
+    std::string text;
+  };
+  struct Takeaway {
+    std::string text;
+  };
+  struct ObsRef {
+    size_t index;
+  };
+  struct TableRef {
+    size_t index;
+  };
+  struct ChartRef {
+    size_t index;
+  };
+  struct CheckRef {
+    size_t index;
+  };
   using Block = std::variant<Heading, Note, Takeaway, ObsRef, TableRef, ChartRef, CheckRef>;
 
   std::string id_;

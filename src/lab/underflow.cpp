@@ -114,21 +114,14 @@ double cast_zeroed_share(const torch::Tensor& reference, torch::ScalarType dtype
   return zeroed_share(reference, reference.to(dtype));
 }
 
-// ---- Kept for labs 09, 10 and 14 ------------------------------------------------------------------------
+// ---- The parameters as plain tensors, for lab 14's FP8 linears -------------------------------------------
 
 namespace {
 
-torch::Tensor forward(const Params& p, torch::Tensor x, std::vector<torch::Tensor>* activations) {
-  auto keep = [&](torch::Tensor t) {
-    if (activations) {
-      t.retain_grad();
-      activations->push_back(t);
-    }
-    return t;
-  };
-  torch::Tensor h = torch::tanh(keep(torch::linear(x, p[0], p[1])));
-  h = torch::tanh(keep(torch::linear(h, p[2], p[3])));
-  return keep(torch::linear(h, p[4], p[5]));
+torch::Tensor forward(const Params& p, const torch::Tensor& x) {
+  torch::Tensor h = torch::tanh(torch::linear(x, p[0], p[1]));
+  h = torch::tanh(torch::linear(h, p[2], p[3]));
+  return torch::linear(h, p[4], p[5]);
 }
 
 }  // namespace
@@ -139,62 +132,12 @@ Params copy_params(const Params& params, torch::ScalarType dtype) {
   return out;
 }
 
-torch::Tensor loss_of(const Params& params, const Problem& problem, std::vector<torch::Tensor>* activations) {
-  const auto dtype = params.front().scalar_type();
-  torch::Tensor out = forward(params, problem.x.to(dtype), activations);
-  return torch::mse_loss(out, problem.y.to(dtype));
-}
-
 double eval_loss(const Params& params, const Problem& problem) {
   torch::NoGradGuard no_grad;
   Params p64;
   for (const auto& t : params) p64.push_back(t.detach().to(torch::kDouble));
-  torch::Tensor out = forward(p64, problem.x.to(torch::kDouble), nullptr);
+  torch::Tensor out = forward(p64, problem.x.to(torch::kDouble));
   return torch::mse_loss(out, problem.y.to(torch::kDouble)).item<double>();
-}
-
-int64_t TrainResult::skipped() const {
-  int64_t n = 0;
-  for (bool s : stepped) n += !s;
-  return n;
-}
-
-bool TrainResult::skipped_exactly_overflowed() const {
-  for (size_t i = 0; i < stepped.size(); ++i)
-    if (stepped[i] == overflowed[i]) return false;  // stepped despite an overflow, or skipped without one
-  return true;
-}
-
-TrainResult train(const Problem& problem, const TrainOptions& options) {
-  const torch::Device device = problem.x.device();
-  TrainResult r;
-  r.params = copy_params(problem.init);
-  torch::optim::Adam optimizer(r.params, torch::optim::AdamOptions(options.lr));
-  std::optional<amp::GradScaler> scaler;
-  if (options.scaler) scaler.emplace(device, *options.scaler);
-  for (int64_t step = 0; step < options.steps; ++step) {
-    optimizer.zero_grad();
-    torch::Tensor loss;
-    {
-      amp::Autocast ac(device, options.autocast.value_or(torch::kBFloat16), options.autocast.has_value());
-      loss = loss_of(r.params, problem);
-    }
-    r.scale.push_back(scaler ? scaler->get_scale() : 1.0);
-    (scaler ? scaler->scale(loss) : loss).backward();
-    bool finite = true;
-    for (const auto& p : r.params) finite = finite && torch::isfinite(p.grad()).all().item<bool>();
-    r.overflowed.push_back(!finite);
-    if (scaler) {
-      r.stepped.push_back(scaler->step(optimizer));
-      scaler->update();
-    } else {
-      optimizer.step();
-      r.stepped.push_back(true);
-    }
-    r.loss.push_back(loss.item<double>());
-  }
-  r.final_loss = eval_loss(r.params, problem);
-  return r;
 }
 
 }  // namespace lab::underflow

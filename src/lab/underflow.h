@@ -44,7 +44,7 @@ struct Problem {
   torch::Tensor x;                // [batch, inputs], fp32
   torch::Tensor y;                // [batch, outputs], fp32, std target_std
   torch::nn::Sequential student;  // at step 0: Linear, Tanh, Linear, Tanh, Linear; fp32 parameters
-  Params init;                    // the same parameters as plain tensors (labs 09, 10, 14)
+  Params init;                    // the same parameters as plain tensors (lab 14)
 };
 
 // Draws teacher, data and student init from torch's current generator (seed it first), on `device`. The
@@ -76,37 +76,12 @@ double zeroed_share(const torch::Tensor& reference, const torch::Tensor& measure
 // Of the reference values that are nonzero, the share that become zero when cast to `dtype`.
 double cast_zeroed_share(const torch::Tensor& reference, torch::ScalarType dtype);
 
-// ---- Kept for labs 09, 10 and 14, which still use them; labs 02 and 07 write their own training code. ----
+// ---- The parameters as plain tensors, for lab 14, whose FP8 linears take raw weights. ----
 
 // Copies of the parameters, as fresh leaf tensors of `dtype` that require grad.
 Params copy_params(const Params& params, torch::ScalarType dtype = torch::kFloat);
 
-// mean((mlp(x) - y)^2) with plain tensors, in whatever precision the caller set up (autocast or not).
-// `activations`, if given, receives the three Linear outputs with retain_grad() on.
-torch::Tensor loss_of(const Params& params, const Problem& problem,
-                      std::vector<torch::Tensor>* activations = nullptr);
-
 // The MSE of `params` evaluated in float64.
 double eval_loss(const Params& params, const Problem& problem);
-
-struct TrainOptions {
-  std::optional<torch::ScalarType> autocast;     // nullopt: plain fp32
-  std::optional<amp::GradScalerOptions> scaler;  // set: scale the loss with an amp::GradScaler
-  int64_t steps = 200;
-  double lr = 1e-2;  // Adam
-};
-
-struct TrainResult {
-  std::vector<double> loss;      // per step, the loss as the run computed it
-  std::vector<double> scale;     // per step, the loss scale used (1 without a scaler)
-  std::vector<bool> stepped;     // per step, what scaler.step() returned (always true without a scaler)
-  std::vector<bool> overflowed;  // per step, checked independently: a scaled gradient was inf/NaN
-  double final_loss = 0;         // float64 evaluation of the trained parameters
-  Params params;
-  int64_t skipped() const;
-  bool skipped_exactly_overflowed() const;
-};
-
-TrainResult train(const Problem& problem, const TrainOptions& options);
 
 }  // namespace lab::underflow
