@@ -24,6 +24,11 @@ add_library(amp_lab_exercise_source STATIC ${PROJECT_SOURCE_DIR}/src/runner/exer
 target_include_directories(amp_lab_exercise_source PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(amp_lab_exercise_source PUBLIC amp_lab::fmt)
 amp_lab_warnings(amp_lab_exercise_source)
+# The exercises' catalog and hints, building and judging a learner's file, and its progress.
+add_library(amp_lab_exercise STATIC ${PROJECT_SOURCE_DIR}/src/runner/exercise.cpp
+            ${PROJECT_SOURCE_DIR}/src/runner/exercise_check.cpp)
+target_link_libraries(amp_lab_exercise PUBLIC amp_lab_exercise_source amp_lab::quiz nlohmann_json::nlohmann_json)
+amp_lab_warnings(amp_lab_exercise)
 add_executable(amp-lab-exercise-gen ${PROJECT_SOURCE_DIR}/src/runner/exercise_gen_main.cpp)
 target_link_libraries(amp-lab-exercise-gen PRIVATE amp_lab_exercise_source)
 set_target_properties(amp-lab-exercise-gen PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${AMP_LAB_EXERCISES_DIR}/bin)

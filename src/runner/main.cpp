@@ -5,6 +5,8 @@
 //   amp-lab run LAB [lab flags]     one lab, as its own executable would run it
 //   amp-lab list                    the tracks, their labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
+//   amp-lab exercises | exercise ID | check ID | watch ID    write a lab's AMP code (runner/exercise_commands.h)
+//   amp-lab progress                your quiz answers and exercises so far
 //   amp-lab --version               amp-lab's version and the LibTorch it was built with
 // Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
 // or the output could not be written, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
@@ -25,7 +27,10 @@
 #include "lab/cli.h"
 #include "lab/registry.h"
 #include "lab/text.h"
+#include "runner/exercise_commands.h"
+#include "runner/exercise_source.h"
 #include "runner/info.h"
+#include "runner/progress.h"
 #include "runner/quiz.h"
 #include "runner/walk.h"
 
@@ -37,6 +42,11 @@ constexpr const char* kUsage =
     "  run    run one lab: amp-lab run LAB [--device ..] [--dtype ..] [--seed ..] [--quick] [--json]\n"
     "  list   list the tracks, their labs and the questions they back\n"
     "  info   LibTorch build, the CPU's 16-bit features, the CUDA device\n"
+    "  exercises      list the exercises: you write a lab's AMP code, its checks judge it\n"
+    "  exercise ID    start one: copies its starter into workspace/ (--solution: the lab's code)\n"
+    "  check ID       build your file for exercise ID and run the lab's checks on it\n"
+    "  watch ID       check again on every save, until the checks hold\n"
+    "  progress       your quiz answers and exercises so far\n"
     "  --version  amp-lab's version and the LibTorch it was built with\n";
 
 // $AMP_LAB_QUIZ; else the installed quiz beside an installed runner (P/bin/amp-lab reads
@@ -164,12 +174,37 @@ int cmd_info(int argc, const char* const* argv) {
   return lab::kExitPass;
 }
 
+// The quiz answers and the exercises saved in progress.json, with the quiz file's questions.
+int cmd_progress(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab progress", "Your quiz answers and exercises so far.");
+  options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>())("no-color", "plain text");
+  auto args = options.parse(argc, argv);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  const runner::Quiz quiz = load(args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path());
+  std::string why;
+  const auto dir = runner::default_state_dir(&why);
+  if (!dir) throw lab::UsageError("no progress is kept: " + why);
+  runner::ProgressStore store(*dir);
+  runner::print_progress(std::cout, store.load(), quiz, store.file(), lab::terminal_width(),
+                         lab::want_color(lab::flag(args, "no-color")));
+  return lab::kExitPass;
+}
+
+constexpr const char* kCommands[] = {"quiz",     "run",   "list",  "info",    "exercises",
+                                     "exercise", "check", "watch", "progress"};
+
 int dispatch(const std::string& command, int argc, const char* const* argv) {
   if (command == "quiz") return cmd_quiz(argc, argv);
   if (command == "run") return cmd_run(argc, argv);
   if (command == "list") return cmd_list(argc, argv);
   if (command == "info") return cmd_info(argc, argv);
-  throw lab::UsageError("unknown command " + lab::quote(command) + " (commands: quiz, run, list, info)");
+  if (command == "exercises") return runner::cmd_exercises(argc, argv);
+  if (command == "exercise") return runner::cmd_exercise(argc, argv);
+  if (command == "check") return runner::cmd_check(argc, argv);
+  if (command == "watch") return runner::cmd_watch(argc, argv);
+  if (command == "progress") return cmd_progress(argc, argv);
+  throw lab::UsageError("unknown command " + lab::quote(command) +
+                        " (commands: quiz, run, list, info, exercises, exercise, check, watch, progress)");
 }
 
 }  // namespace
@@ -192,7 +227,7 @@ int main(int argc, char** argv) {
   }
   const int sub_argc = argc - 1;
   const char* const* sub_argv = argv + 1;
-  const bool known = command == "quiz" || command == "run" || command == "list" || command == "info";
+  const bool known = std::find(std::begin(kCommands), std::end(kCommands), command) != std::end(kCommands);
   const std::string name = known ? "amp-lab " + command : "amp-lab";  // names the command in messages
   try {
     lab::check_stdout_open();
@@ -209,6 +244,9 @@ int main(int argc, char** argv) {
   } catch (const cxxopts::exceptions::exception& e) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
     return lab::kExitUsage;
+  } catch (const runner::ExerciseSourceError& e) {  // the exercises' build or files: cannot go on
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
+    return lab::kExitLabError;
   } catch (const lab::OutputError& e) {
     std::fprintf(stderr, "%s: %s\n", name.c_str(), lab::safe_line(e.what()).c_str());
     return lab::kExitLabError;
