@@ -29,11 +29,14 @@ const runner::ExerciseInfo& the_exercise() {
   return *e;
 }
 
-fs::path bin() { return fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "bin"; }
+fs::path bin() {
+  return fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "bin";
+}
 
 // Runs one of the exercise's executables as `amp-lab check` does and reads its verdict.
 runner::Verdict run_unit(const runner::ExerciseInfo& e, const std::string& exe) {
-  const auto r = test_support::run_process({(bin() / exe).string(), "--json", "--device", "cpu", "--quick"}, 300);
+  const auto r =
+      test_support::run_process({(bin() / exe).string(), "--json", "--device", "cpu", "--quick"}, 300);
   REQUIRE_FALSE(r.timed_out);
   return runner::verdict_from_run(e, r.out, r.code, r.err);
 }
@@ -80,8 +83,8 @@ TEST_CASE("the starter compiles and fails the lab's checks, saying which") {
 
 TEST_CASE("the starter has TODO lines and names the commands that judge it") {
   const auto& e = the_exercise();
-  const std::string text =
-      runner::read_text_file((fs::path(AMP_LAB_SOURCE_DIR) / "labs" / "exercises" / (e.stem + ".cpp")).string());
+  const std::string text = runner::read_text_file(
+      (fs::path(AMP_LAB_SOURCE_DIR) / "labs" / "exercises" / (e.stem + ".cpp")).string());
   CHECK(text.find("// TODO: ") != std::string::npos);
   CHECK(text.find("amp-lab check " + e.id) != std::string::npos);
   CHECK(text.find("exercise/" + e.stem + ".h") != std::string::npos);

@@ -11,8 +11,8 @@
 //
 // From the lab (exercise/02_loss_scaling.h): loss_of(model, mse, dtype, x, y), the forward pass and the
 // loss, under fp16 autocast when dtype is kHalf.
-#include "amp/grad_scaler.h"
 #include "exercise/02_loss_scaling.h"
+#include "amp/grad_scaler.h"
 
 namespace lab02 {
 

@@ -13,10 +13,10 @@
 // From the lab (exercise/06_amp_api.h): kGrowthInterval (10), kClipNorm (1.0), F = torch::nn::functional.
 // amp::save_checkpoint(path, module, optimizer, scaler) and amp::load_checkpoint(path, module, optimizer,
 // scaler) (amp/checkpoint.h) write and read all three.
+#include "exercise/06_amp_api.h"
 #include "amp/autocast.h"
 #include "amp/checkpoint.h"
 #include "amp/grad_scaler.h"
-#include "exercise/06_amp_api.h"
 
 namespace lab06 {
 

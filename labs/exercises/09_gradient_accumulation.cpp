@@ -10,9 +10,9 @@
 //
 // From the lab (exercise/09_gradient_accumulation.h): kMicro, the micro-batches per update (4), and
 // micro(t, m), the m-th micro-batch of t.
+#include "exercise/09_gradient_accumulation.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
-#include "exercise/09_gradient_accumulation.h"
 
 namespace lab09 {
 

@@ -10,9 +10,9 @@
 //
 // `unscale` is false only under the lab's --flip, which leaves the multiply by 1/scale out on purpose;
 // honour it where you multiply. Returns the loss, the penalty and whether the optimizer stepped.
+#include "exercise/10_gradient_penalty.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
-#include "exercise/10_gradient_penalty.h"
 
 namespace lab10 {
 

@@ -11,9 +11,9 @@
 //
 // The lab also calls backward() for a loop that gives each loss its own scaler: scale loss0 with scaler0
 // and loss1 with scaler1 (in the recipe both are the one scaler).
+#include "exercise/11_multiple_optimizers.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
-#include "exercise/11_multiple_optimizers.h"
 
 namespace lab11 {
 

@@ -13,8 +13,8 @@
 //
 // amp/custom_function.h: amp::CustomFwd fwd(ctx, device_type, cast_inputs) (torch.amp.custom_fwd), whose
 // fwd.cast(t) casts t to cast_inputs, and amp::CustomBwd bwd(ctx, device_type) (torch.amp.custom_bwd).
-#include "amp/custom_function.h"
 #include "exercise/12_custom_autograd.h"
+#include "amp/custom_function.h"
 
 namespace lab12 {
 

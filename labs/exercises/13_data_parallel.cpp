@@ -12,9 +12,9 @@
 // amp/distributed.h: amp::found_inf_all_reduce(pg) makes an all-reduce of found_inf over the process
 // group pg; a scaler whose GradScalerOptions::process_group is set all-reduces found_inf before step()
 // decides (PyTorch's ShardedGradScaler). From the lab: kInitScale (2^16), kGrowthInterval (3).
+#include "exercise/13_data_parallel.h"
 #include "amp/distributed.h"
 #include "amp/grad_scaler.h"
-#include "exercise/13_data_parallel.h"
 
 namespace lab13 {
 

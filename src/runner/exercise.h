@@ -33,10 +33,10 @@ struct ExerciseHint {
 };
 
 struct ExerciseInfo {
-  std::string id;      // "09"
-  std::string stem;    // "09_gradient_accumulation": labs/<stem>.cpp, labs/exercises/<stem>.cpp
-  std::string lab;     // the lab's id, "gradient-accumulation"
-  std::string title;   // what the learner writes, in a few words
+  std::string id;     // "09"
+  std::string stem;   // "09_gradient_accumulation": labs/<stem>.cpp, labs/exercises/<stem>.cpp
+  std::string lab;    // the lab's id, "gradient-accumulation"
+  std::string title;  // what the learner writes, in a few words
   std::vector<ExerciseHint> hints;
 };
 
@@ -69,8 +69,8 @@ std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlo
                                                 const std::string& error);
 
 // What a check prints: the checks, each failed one's hint, the verdict line.
-void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v, const std::string& learner_path,
-                   bool color);
+void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v,
+                   const std::string& learner_path, bool color);
 
 // What this build has: build/exercises/exercises.json, written by cmake/AmpLabExercises.cmake.
 struct ExerciseBuild {

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 
 // Runs argv with stdout and stderr written to the given files (stdin from /dev/null, so a child never
 // waits for the terminal); returns its exit code, 128+N when signal N ended it, 127 when it did not start.
-int run_to_files(const std::vector<std::string>& argv, const std::string& out_path, const std::string& err_path) {
+int run_to_files(const std::vector<std::string>& argv, const std::string& out_path,
+                 const std::string& err_path) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -68,27 +69,34 @@ ExerciseBuild load_exercise_build(const fs::path& json_path) {
   const std::string text = read_text_file(json_path.string());
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("exercises") || !j["exercises"].is_object())
-    throw ExerciseSourceError(fmt::format("{} is not the exercises' description the build writes", json_path.string()));
-  ExerciseBuild b{.source_dir = j.value("source_dir", ""), .build_dir = j.value("build_dir", ""),
+    throw ExerciseSourceError(
+        fmt::format("{} is not the exercises' description the build writes", json_path.string()));
+  ExerciseBuild b{.source_dir = j.value("source_dir", ""),
+                  .build_dir = j.value("build_dir", ""),
                   .cmake = j.value("cmake", "cmake")};
   for (const auto& [id, u] : j["exercises"].items())
     b.units[id] = {u.value("target", ""), u.value("executable", ""), u.value("work", "")};
   return b;
 }
 
-fs::path workspace_file(const fs::path& dir, const ExerciseInfo& e) { return dir / (e.stem + ".cpp"); }
+fs::path workspace_file(const fs::path& dir, const ExerciseInfo& e) {
+  return dir / (e.stem + ".cpp");
+}
 
 Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& learner_path,
                        bool full) {
   const auto unit = build.units.find(e.id);
   if (unit == build.units.end())
-    throw ExerciseSourceError(fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
+    throw ExerciseSourceError(
+        fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
   const fs::path work = unit->second.work;
   const std::string text = read_text_file(learner_path);
-  if (!write_if_changed((work / "learner.cpp").string(), learner_unit(fs::absolute(learner_path).string(), text)))
+  if (!write_if_changed((work / "learner.cpp").string(),
+                        learner_unit(fs::absolute(learner_path).string(), text)))
     throw ExerciseSourceError(fmt::format("cannot write {}", (work / "learner.cpp").string()));
   std::error_code ec;
-  for (const char* log : {"compile.log", "link.log"}) fs::remove(work / log, ec);  // only this build's messages
+  for (const char* log : {"compile.log", "link.log"})
+    fs::remove(work / log, ec);  // only this build's messages
 
   Verdict v;
   const auto t0 = std::chrono::steady_clock::now();
@@ -111,14 +119,14 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
   return v;
 }
 
-void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v, const std::string& learner_path,
-                   bool color) {
+void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v,
+                   const std::string& learner_path, bool color) {
   const lab::Style style{color};
   if (v.kind == Verdict::CompileError) {
     out << v.output;
     if (!v.output.empty() && v.output.back() != '\n') out << "\n";
-    out << style.bold(fmt::format("does not build: {} (the compiler's messages above, {:.1f} s)", learner_path,
-                                  v.build_s))
+    out << style.bold(fmt::format("does not build: {} (the compiler's messages above, {:.1f} s)",
+                                  learner_path, v.build_s))
         << "\n";
     return;
   }
@@ -133,7 +141,8 @@ void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v, c
   for (const CheckOutcome& c : v.checks) {
     const auto lines = lab::wrap_lines(c.key + ": " + c.claim, width, "  PASS  ", "        ");
     for (size_t i = 0; i < lines.size(); ++i)
-      out << (i == 0 ? "  " + (c.passed ? style.green("PASS") : style.red("FAIL")) + lines[i].substr(6) : lines[i])
+      out << (i == 0 ? "  " + (c.passed ? style.green("PASS") : style.red("FAIL")) + lines[i].substr(6)
+                     : lines[i])
           << "\n";
     put(c.evidence, "        ", "        ");
   }

@@ -9,8 +9,8 @@
 #include <iostream>
 #include <optional>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "amp_lab_paths.h"
 #include "lab/cli_args.h"
@@ -25,13 +25,19 @@ namespace {
 namespace fs = std::filesystem;
 
 // The workspace: a folder of the clone that .gitignore ignores, so the learner's files never reach a commit.
-fs::path default_workspace() { return fs::path(AMP_LAB_SOURCE_DIR) / "workspace"; }
+fs::path default_workspace() {
+  return fs::path(AMP_LAB_SOURCE_DIR) / "workspace";
+}
 
 const ExerciseInfo& exercise_arg(const cxxopts::ParseResult& args, const std::string& command) {
-  if (args.unmatched().empty()) throw lab::UsageError(fmt::format("which exercise? (amp-lab {} ID, see: amp-lab exercises)", command));
-  if (args.unmatched().size() > 1) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched()[1]));
+  if (args.unmatched().empty())
+    throw lab::UsageError(fmt::format("which exercise? (amp-lab {} ID, see: amp-lab exercises)", command));
+  if (args.unmatched().size() > 1)
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched()[1]));
   const ExerciseInfo* e = find_exercise(args.unmatched().front());
-  if (!e) throw lab::UsageError(fmt::format("no exercise {} (see: amp-lab exercises)", lab::quote(args.unmatched().front())));
+  if (!e)
+    throw lab::UsageError(
+        fmt::format("no exercise {} (see: amp-lab exercises)", lab::quote(args.unmatched().front())));
   return *e;
 }
 
@@ -51,11 +57,13 @@ fs::path workspace_of(const cxxopts::ParseResult& args) {
 
 // The learner's file: --file, else the workspace's copy of the starter, which must exist.
 std::string learner_path(const cxxopts::ParseResult& args, const ExerciseInfo& e) {
-  const fs::path p = args.count("file") ? fs::path(args["file"].as<std::string>()) : workspace_file(workspace_of(args), e);
+  const fs::path p =
+      args.count("file") ? fs::path(args["file"].as<std::string>()) : workspace_file(workspace_of(args), e);
   std::error_code ec;
   if (!fs::is_regular_file(p, ec))
-    throw lab::UsageError(args.count("file") ? fmt::format("no file {}", lab::quote(p.string(), 200))
-                                              : fmt::format("no {} yet: start with amp-lab exercise {}", p.string(), e.id));
+    throw lab::UsageError(args.count("file")
+                              ? fmt::format("no file {}", lab::quote(p.string(), 200))
+                              : fmt::format("no {} yet: start with amp-lab exercise {}", p.string(), e.id));
   return p.string();
 }
 
@@ -83,8 +91,10 @@ void record_verdict(const ExerciseInfo& e, const Verdict& v) {
     const bool done = v.kind == Verdict::Passed || entry.value("status", "") == "done";
     entry["status"] = done ? "done" : "started";
     entry["checks_run"] = entry.value("checks_run", 0) + 1;
-    if (!v.checks.empty()) entry["last"] = fmt::format("{}/{} checks hold", v.held(), v.checks.size());
-    else entry["last"] = v.kind == Verdict::CompileError ? "did not build" : "the lab stopped";
+    if (!v.checks.empty())
+      entry["last"] = fmt::format("{}/{} checks hold", v.held(), v.checks.size());
+    else
+      entry["last"] = v.kind == Verdict::CompileError ? "did not build" : "the lab stopped";
     entry["hints"] = entry.value("hints", 0) + static_cast<int>(v.hints.size());
   });
 }
@@ -93,11 +103,14 @@ ExerciseBuild the_build() {
   const fs::path json = fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "exercises.json";
   std::error_code ec;
   if (!fs::exists(json, ec))
-    throw ExerciseSourceError(fmt::format("{} is missing: configure the build first (scripts/setup)", json.string()));
+    throw ExerciseSourceError(
+        fmt::format("{} is missing: configure the build first (scripts/setup)", json.string()));
   return load_exercise_build(json);
 }
 
-int exit_code_of(const Verdict& v) { return v.kind == Verdict::Passed ? lab::kExitPass : lab::kExitCheckFailed; }
+int exit_code_of(const Verdict& v) {
+  return v.kind == Verdict::Passed ? lab::kExitPass : lab::kExitCheckFailed;
+}
 
 Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& path, bool full,
                    bool color) {
@@ -110,7 +123,9 @@ Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std:
 }
 
 volatile sig_atomic_t g_stop = 0;
-void on_stop(int signo) { g_stop = signo; }
+void on_stop(int signo) {
+  g_stop = signo;
+}
 
 // What tells a save apart: the file's modification time, size and text.
 std::string snapshot(const std::string& path) {
@@ -130,7 +145,8 @@ int cmd_exercises(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab exercises", "List the exercises and where you are with each.");
   const auto args = parse(options, argc, argv);
   if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  if (!args.unmatched().empty())
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   auto s = store();
   const Progress progress = s ? s->load() : Progress{};
   std::vector<std::vector<std::string>> rows;
@@ -144,7 +160,8 @@ int cmd_exercises(int argc, const char* const* argv) {
     }
     rows.push_back({e.id, e.title, "labs/" + e.stem + ".cpp", status});
   }
-  for (const auto& line : lab::format_table({"ID", "you write", "lab", "status"}, rows, lab::terminal_width()))
+  for (const auto& line :
+       lab::format_table({"ID", "you write", "lab", "status"}, rows, lab::terminal_width()))
     std::cout << line << "\n";
   std::cout << "start one: amp-lab exercise ID; then amp-lab check ID, or amp-lab watch ID while you edit\n";
   return lab::kExitPass;
@@ -171,7 +188,8 @@ int cmd_exercise(int argc, const char* const* argv) {
   const bool existed = fs::exists(file, ec);
   if (!existed) {
     fs::create_directories(dir, ec);
-    if (!write_if_changed(file.string(), read_text_file((source / "labs/exercises" / (e.stem + ".cpp")).string())))
+    if (!write_if_changed(file.string(),
+                          read_text_file((source / "labs/exercises" / (e.stem + ".cpp")).string())))
       throw ExerciseSourceError(fmt::format("cannot write {}", file.string()));
   }
   std::cout << fmt::format("exercise {}: {} (lab {}, labs/{}.cpp)\n", e.id, e.title, e.lab, e.stem)
@@ -181,7 +199,8 @@ int cmd_exercise(int argc, const char* const* argv) {
                            args.count("dir") ? " --dir " + dir.string() : "")
             << fmt::format("  amp-lab watch {}{}    the same on every save, until they hold\n", e.id,
                            args.count("dir") ? " --dir " + dir.string() : "")
-            << fmt::format("  amp-lab exercise {} --solution    the lab's own code, when you want it\n", e.id);
+            << fmt::format("  amp-lab exercise {} --solution    the lab's own code, when you want it\n",
+                           e.id);
   record(e, [](nlohmann::json& entry) {
     if (!entry.contains("status")) entry["status"] = "started";
   });
@@ -189,7 +208,8 @@ int cmd_exercise(int argc, const char* const* argv) {
 }
 
 int cmd_check(int argc, const char* const* argv) {
-  cxxopts::Options options("amp-lab check", "Build your file for an exercise and run the lab's checks on it.");
+  cxxopts::Options options("amp-lab check",
+                           "Build your file for an exercise and run the lab's checks on it.");
   options.add_options()("file", "check this file, not the workspace's", cxxopts::value<std::string>())(
       "full", "run the lab in its default mode, not --quick");
   const auto args = parse(options, argc, argv);
@@ -197,7 +217,8 @@ int cmd_check(int argc, const char* const* argv) {
   const ExerciseInfo& e = exercise_arg(args, "check");
   const std::string path = learner_path(args, e);
   const ExerciseBuild build = the_build();
-  return exit_code_of(check_once(build, e, path, lab::flag(args, "full"), lab::want_color(lab::flag(args, "no-color"))));
+  return exit_code_of(
+      check_once(build, e, path, lab::flag(args, "full"), lab::want_color(lab::flag(args, "no-color"))));
 }
 
 int cmd_watch(int argc, const char* const* argv) {

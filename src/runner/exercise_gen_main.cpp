@@ -9,7 +9,8 @@
 
 int main(int argc, char** argv) {
   if (argc != 6) {
-    std::fprintf(stderr, "usage: amp-lab-exercise-gen LAB_FILE SHOWN_AS HEADER_NAME CONTEXT_OUT REFERENCE_OUT\n");
+    std::fprintf(stderr,
+                 "usage: amp-lab-exercise-gen LAB_FILE SHOWN_AS HEADER_NAME CONTEXT_OUT REFERENCE_OUT\n");
     return 2;
   }
   try {

@@ -23,7 +23,9 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r") - b + 1);
 }
 
-bool is_directive(const std::string& line) { return !trim(line).empty() && trim(line)[0] == '#'; }
+bool is_directive(const std::string& line) {
+  return !trim(line).empty() && trim(line)[0] == '#';
+}
 
 // The directive's name and first word: "#  ifndef AMP_LAB_EXERCISE  // x" -> {"ifndef", "AMP_LAB_EXERCISE"}.
 std::pair<std::string, std::string> directive(const std::string& line) {
@@ -85,14 +87,17 @@ class BraceReader {
 
  private:
   Scope classify() const {
-    const auto has = [&](const char* w) { return std::find(words_.begin(), words_.end(), w) != words_.end(); };
+    const auto has = [&](const char* w) {
+      return std::find(words_.begin(), words_.end(), w) != words_.end();
+    };
     if (has("namespace")) {
       const auto it = std::find(words_.begin(), words_.end(), "namespace");
       return {Scope::Namespace, it + 1 != words_.end() ? *(it + 1) : ""};
     }
     if (has("enum") || has("(")) return {};
     for (size_t i = 0; i + 1 < words_.size(); ++i)
-      if (words_[i] == "struct" || words_[i] == "class" || words_[i] == "union") return {Scope::Class, words_[i + 1]};
+      if (words_[i] == "struct" || words_[i] == "class" || words_[i] == "union")
+        return {Scope::Class, words_[i + 1]};
     return {};
   }
 
@@ -153,8 +158,8 @@ std::vector<std::string> out_of_class(const LabSource& lab, const ExerciseBlock&
       size_t name_end = paren;
       while (name_end > 0 && l[name_end - 1] == ' ') --name_end;
       size_t name_begin = name_end;
-      while (name_begin > 0 && (std::isalnum(static_cast<unsigned char>(l[name_begin - 1])) ||
-                                l[name_begin - 1] == '_'))
+      while (name_begin > 0 &&
+             (std::isalnum(static_cast<unsigned char>(l[name_begin - 1])) || l[name_begin - 1] == '_'))
         --name_begin;
       l.insert(name_begin, b.class_name + "::");
       for (const char* word : {"static ", "inline ", "virtual "})
@@ -166,11 +171,28 @@ std::vector<std::string> out_of_class(const LabSource& lab, const ExerciseBlock&
   return out;
 }
 
+// The context ends after the last block and the lines right after it that only close braces; `closers`
+// close what is still open there.
+void find_context_end(LabSource& lab) {
+  BraceReader to_end;
+  size_t end = lab.blocks.back().endif_line + 1;
+  while (end < lab.lines.size() && closing_only(lab.lines[end])) ++end;
+  for (size_t i = 0; i < end; ++i)
+    if (!is_directive(lab.lines[i])) to_end.read(lab.lines[i]);
+  lab.context_end = end;
+  const auto& open = to_end.scopes();
+  for (auto s = open.rbegin(); s != open.rend(); ++s) {
+    if (s->kind == Scope::Other)
+      fail(lab.path, end - 1, "the context ends inside a function or an initializer");
+    lab.closers.push_back(s->kind == Scope::Class ? "};" : "}  // namespace " + s->name);
+  }
+}
+
 }  // namespace
 
 bool left_out_include(const std::string& include_line) {
-  for (const char* h : {"<torch/torch.h>", "<fmt/format.h>", "\"lab/registry.h\"", "\"lab/report.h\"",
-                        "\"lab/charts.h\""})
+  for (const char* h :
+       {"<torch/torch.h>", "<fmt/format.h>", "\"lab/registry.h\"", "\"lab/report.h\"", "\"lab/charts.h\""})
     if (include_line.find(h) != std::string::npos) return true;
   return false;
 }
@@ -196,9 +218,11 @@ LabSource parse_lab_source(const std::string& path, const std::string& text) {
       ExerciseBlock b{.ifndef_line = i};
       for (const Scope& s : reader.scopes()) {
         if (s.kind == Scope::Namespace && s.name.empty())
-          fail(path, i, "an AMP_LAB_EXERCISE block inside an anonymous namespace cannot link with the learner's file");
+          fail(path, i,
+               "an AMP_LAB_EXERCISE block inside an anonymous namespace cannot link with the learner's file");
         if (s.kind == Scope::Namespace) b.namespaces.push_back(s.name);
-        if (s.kind == Scope::Other) fail(path, i, "an AMP_LAB_EXERCISE block must stand in a namespace or a class");
+        if (s.kind == Scope::Other)
+          fail(path, i, "an AMP_LAB_EXERCISE block must stand in a namespace or a class");
       }
       if (b.namespaces.empty()) fail(path, i, "an AMP_LAB_EXERCISE block must stand in a named namespace");
       if (reader.scopes().back().kind == Scope::Class) b.class_name = reader.scopes().back().name;
@@ -222,19 +246,7 @@ LabSource parse_lab_source(const std::string& path, const std::string& text) {
   }
   if (lab.blocks.empty()) fail(path, 0, "no #ifndef AMP_LAB_EXERCISE block");
   if (!conditionals.empty()) fail(path, lab.lines.size() - 1, "an #if without #endif");
-
-  // The context ends after the last block and the lines right after it that only close braces.
-  BraceReader to_end;
-  size_t end = lab.blocks.back().endif_line + 1;
-  while (end < lab.lines.size() && closing_only(lab.lines[end])) ++end;
-  for (size_t i = 0; i < end; ++i)
-    if (!is_directive(lab.lines[i])) to_end.read(lab.lines[i]);
-  lab.context_end = end;
-  const auto& open = to_end.scopes();
-  for (auto s = open.rbegin(); s != open.rend(); ++s) {
-    if (s->kind == Scope::Other) fail(path, end - 1, "the context ends inside a function or an initializer");
-    lab.closers.push_back(s->kind == Scope::Class ? "};" : "}  // namespace " + s->name);
-  }
+  find_context_end(lab);
   return lab;
 }
 

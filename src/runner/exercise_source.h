@@ -35,18 +35,18 @@ struct ExerciseSourceError : std::runtime_error {
 
 struct ExerciseBlock {
   size_t ifndef_line = 0, else_line = 0, endif_line = 0;  // 0-based line indices
-  std::vector<std::string> namespaces;                       // the named namespaces around it, outermost first
-  std::string class_name;                                    // set when the block is inside a class
+  std::vector<std::string> namespaces;                    // the named namespaces around it, outermost first
+  std::string class_name;                                 // set when the block is inside a class
 };
 
 struct LabSource {
-  std::string path;                 // as diagnostics name it: "labs/09_gradient_accumulation.cpp"
+  std::string path;  // as diagnostics name it: "labs/09_gradient_accumulation.cpp"
   std::vector<std::string> lines;
-  std::vector<size_t> includes;     // the #include lines before the code
-  size_t code_begin = 0;            // the first line after them
+  std::vector<size_t> includes;  // the #include lines before the code
+  size_t code_begin = 0;         // the first line after them
   std::vector<ExerciseBlock> blocks;
-  size_t context_end = 0;           // one past the context's last line (the last block's closing braces)
-  std::vector<std::string> closers; // what closes the scopes still open there, innermost first
+  size_t context_end = 0;            // one past the context's last line (the last block's closing braces)
+  std::vector<std::string> closers;  // what closes the scopes still open there, innermost first
 };
 
 // Throws ExerciseSourceError when the file has no block or breaks the convention.

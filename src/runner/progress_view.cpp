@@ -73,7 +73,8 @@ void print_exercises(std::ostream& out, const nlohmann::json& exercises, size_t 
       if (e.contains("last") && e["last"].is_string() && e["status"] != "done")
         line += ", " + lab::escape(e["last"].get<std::string>(), 60);
       if (e.contains("hints") && e["hints"].is_number_integer() && e["hints"].get<int>() > 0)
-        line += fmt::format(", {} hint{} shown", e["hints"].get<int>(), e["hints"].get<int>() == 1 ? "" : "s");
+        line +=
+            fmt::format(", {} hint{} shown", e["hints"].get<int>(), e["hints"].get<int>() == 1 ? "" : "s");
       if (e.contains("solution") && e["solution"] == true) line += ", solution seen";
       if (e.contains("at") && e["at"].is_string()) line += " (" + when(e["at"].get<std::string>()) + ")";
     } else {

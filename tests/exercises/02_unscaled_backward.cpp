@@ -1,5 +1,5 @@
-// A wrong solution kept by the tests (tests/test_exercises.cpp): the loss back-propagated without the scale, the step still through the scaler.
-// expect-hint: unscaled-backward
+// A wrong solution kept by the tests (tests/test_exercises.cpp): the loss back-propagated without the scale,
+// the step still through the scaler. expect-hint: unscaled-backward
 #include "exercise/02_loss_scaling.h"
 
 namespace lab02 {
@@ -10,7 +10,7 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
                 const torch::Tensor& y) {
   opt.zero_grad();
   const torch::Tensor loss = loss_of(model, mse, dtype, x, y);
-  loss.backward();          // backward from loss x scale: the gradients move up by the scale
+  loss.backward();                        // backward from loss x scale: the gradients move up by the scale
   const bool stepped = scaler.step(opt);  // unscales in fp32 (divides by the scale); skips on inf/NaN
   // Halves the scale after an overflow; doubles it after growth_interval clean steps.
   scaler.update();

@@ -1,5 +1,5 @@
-// A wrong solution kept by the tests (tests/test_exercises.cpp): the checkpoint holds a fresh scaler's state, not the training scaler's.
-// expect-hint: scaler-not-saved
+// A wrong solution kept by the tests (tests/test_exercises.cpp): the checkpoint holds a fresh scaler's state,
+// not the training scaler's. expect-hint: scaler-not-saved
 #include "exercise/06_amp_api.h"
 
 namespace lab06 {
@@ -29,7 +29,9 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
 // The scaler's scale and growth tracker are training state: a checkpoint without them does not resume fp16.
 void save(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
           amp::GradScaler& scaler) {
-  amp::save_checkpoint(path, *model, opt, amp::GradScaler(torch::kCPU, {.growth_interval = kGrowthInterval, .enabled = scaler.is_enabled()}));
+  amp::save_checkpoint(
+      path, *model, opt,
+      amp::GradScaler(torch::kCPU, {.growth_interval = kGrowthInterval, .enabled = scaler.is_enabled()}));
 }
 void resume(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
             amp::GradScaler& scaler) {

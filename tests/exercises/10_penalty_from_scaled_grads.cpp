@@ -1,5 +1,5 @@
-// A wrong solution kept by the tests (tests/test_exercises.cpp): the penalty from the scaled gradients as autograd::grad returns them.
-// expect-hint: penalty-scaled
+// A wrong solution kept by the tests (tests/test_exercises.cpp): the penalty from the scaled gradients as
+// autograd::grad returns them. expect-hint: penalty-scaled
 #include "exercise/10_gradient_penalty.h"
 
 namespace lab10 {
