@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): scaler.update() left out: the scale never
-// moves. expect-hint: no-update
+// moves.
+//
+// expect-hint: no-update
 #include "exercise/02_loss_scaling.h"
 
 namespace lab02 {

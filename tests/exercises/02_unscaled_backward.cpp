@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): the loss back-propagated without the scale,
-// the step still through the scaler. expect-hint: unscaled-backward
+// the step still through the scaler.
+//
+// expect-hint: unscaled-backward
 #include "exercise/02_loss_scaling.h"
 
 namespace lab02 {

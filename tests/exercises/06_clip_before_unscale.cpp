@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): no unscale_ before clipping: the clip
-// threshold meets scaled gradients. expect-hint: clip-scaled
+// threshold meets scaled gradients.
+//
+// expect-hint: clip-scaled
 #include "exercise/06_amp_api.h"
 
 namespace lab06 {

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): the checkpoint holds a fresh scaler's state,
-// not the training scaler's. expect-hint: scaler-not-saved
+// not the training scaler's.
+//
+// expect-hint: scaler-not-saved
 #include "exercise/06_amp_api.h"
 
 namespace lab06 {

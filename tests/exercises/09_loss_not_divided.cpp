@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): each micro-batch's loss not divided by
-// kMicro. expect-hint: loss-not-divided
+// kMicro.
+//
+// expect-hint: loss-not-divided
 #include "exercise/09_gradient_accumulation.h"
 
 namespace lab09 {

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): step() and update() per micro-batch, inside
-// the loop. expect-hint: step-per-micro-batch
+// the loop.
+//
+// expect-hint: step-per-micro-batch
 #include "exercise/09_gradient_accumulation.h"
 
 namespace lab09 {

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): zero_grad() inside the loop: only the last
-// micro-batch's gradients remain. expect-hint: zero-grad-inside
+// micro-batch's gradients remain.
+//
+// expect-hint: zero-grad-inside
 #include "exercise/09_gradient_accumulation.h"
 
 namespace lab09 {

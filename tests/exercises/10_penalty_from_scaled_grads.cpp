@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): the penalty from the scaled gradients as
-// autograd::grad returns them. expect-hint: penalty-scaled
+// autograd::grad returns them.
+//
+// expect-hint: penalty-scaled
 #include "exercise/10_gradient_penalty.h"
 
 namespace lab10 {
@@ -17,7 +19,6 @@ Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, am
   }
   const auto scaled = torch::autograd::grad({scaler.scale(loss)}, model->parameters(), /*grad_outputs=*/{},
                                             /*retain_graph=*/true, /*create_graph=*/true);
-  const double inv_scale = 1.0 / scaler.get_scale();  // disabled scaler (fp32, float64): 1
   torch::Tensor penalty;
   {
     amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);

@@ -1,4 +1,5 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): loss1 back-propagated without the scale.
+//
 // expect-hint: loss1-unscaled
 #include "exercise/11_multiple_optimizers.h"
 

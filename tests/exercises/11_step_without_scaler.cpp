@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): optimizer 1 stepped directly, not through
-// the scaler. expect-hint: optimizer-step-direct
+// the scaler.
+//
+// expect-hint: optimizer-step-direct
 #include "exercise/11_multiple_optimizers.h"
 
 namespace lab11 {

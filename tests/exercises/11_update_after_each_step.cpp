@@ -1,4 +1,5 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): update() after each optimizer's step.
+//
 // expect-hint: update-each-step
 #include "exercise/11_multiple_optimizers.h"
 

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): RowNormFp32's CustomFwd without cast_inputs:
-// the norm is computed in fp16. expect-hint: no-cast-inputs
+// the norm is computed in fp16.
+//
+// expect-hint: no-cast-inputs
 #include "exercise/12_custom_autograd.h"
 
 namespace lab12 {

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): MatMulAutocast's backward without
-// amp::CustomBwd. expect-hint: no-custom-bwd
+// amp::CustomBwd.
+//
+// expect-hint: no-custom-bwd
 #include "exercise/12_custom_autograd.h"
 
 namespace lab12 {

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): no all-reduce of found_inf: each rank
-// decides from its own shard. expect-hint: local-verdict
+// decides from its own shard.
+//
+// expect-hint: local-verdict
 #include "exercise/13_data_parallel.h"
 
 namespace lab13 {

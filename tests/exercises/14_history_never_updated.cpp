@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): delayed scaling whose history never takes in
-// a new amax. expect-hint: stale-history
+// a new amax.
+//
+// expect-hint: stale-history
 #include "exercise/14_fp8_scaling.h"
 
 namespace lab14 {

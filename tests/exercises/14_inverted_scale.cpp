@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): the scale inverted: amax / max, not max /
-// amax. expect-hint: inverted-scale
+// amax.
+//
+// expect-hint: inverted-scale
 #include "exercise/14_fp8_scaling.h"
 
 namespace lab14 {

@@ -1,5 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): scaled values cast without saturating at
-// +-max. expect-hint: no-saturation
+// +-max.
+//
+// expect-hint: no-saturation
 #include "exercise/14_fp8_scaling.h"
 
 namespace lab14 {
