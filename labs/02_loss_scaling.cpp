@@ -60,6 +60,10 @@ torch::Tensor loss_of(torch::nn::Sequential& model, torch::nn::MSELoss& mse, tor
   return mse(model->forward(x), y);
 }
 
+}  // namespace
+
+namespace lab02 {
+#ifndef AMP_LAB_EXERCISE  // exercise 02 (amp-lab exercise 02) has the learner write this function
 // One step with fp32 master weights (the model's parameters stay fp32) and loss scaling. With the scaler
 // disabled every scaler call passes through: fp16 without scaling. Returns whether the optimizer stepped.
 bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
@@ -73,6 +77,15 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
   scaler.update();
   return stepped;
 }
+#else
+bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                torch::nn::MSELoss& mse, torch::ScalarType dtype, const torch::Tensor& x,
+                const torch::Tensor& y);
+#endif  // AMP_LAB_EXERCISE
+}  // namespace lab02
+
+namespace {
+using namespace lab02;
 
 // ---- measure -----------------------------------------------------------------------------------------
 

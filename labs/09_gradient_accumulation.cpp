@@ -45,8 +45,12 @@ torch::Tensor micro(const torch::Tensor& t, int64_t m) {
   return t.narrow(/*dim=*/0, m * kMicroBatch, kMicroBatch);
 }
 
+}  // namespace
+
 // ---- The AMP code ----------------------------------------------------------------------------------------
 
+namespace lab09 {
+#ifndef AMP_LAB_EXERCISE  // exercise 09 (amp-lab exercise 09) has the learner write this function
 // One update of the weights from kMicro micro-batches, PyTorch's recipe. Each loss is divided by kMicro (the
 // mean over the whole batch), scaled and back-propagated: .grad sums gradients that all carry one scale.
 // unscale_ (inside step), step and update run after the last micro-batch. Returns whether it stepped.
@@ -65,6 +69,10 @@ bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
   scaler.update();                        // the next scale, from this step's inf check
   return stepped;
 }
+#else
+bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                bool autocast, const torch::Tensor& x, const torch::Tensor& y);
+#endif  // AMP_LAB_EXERCISE
 
 // The ordinary step on the whole batch at once, for comparison.
 bool whole_batch(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
@@ -80,6 +88,11 @@ bool whole_batch(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp
   scaler.update();
   return stepped;
 }
+
+}  // namespace lab09
+
+namespace {
+using namespace lab09;
 
 // ---- The other orders the question offers, run on the same batch ---------------------------------------
 

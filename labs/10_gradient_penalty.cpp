@@ -35,19 +35,24 @@ constexpr double kPenaltyTol = 0.01;  // fp16 penalty within 1% of float64's (fp
 constexpr double kGradTol = 0.01;     // the optimizer's gradients within 1% (relative norm) of float64's
 constexpr double kTrainTol = 0.05;    // fp16 final loss within 5% of fp32's
 
+}  // namespace
+
 // ---- The AMP code ----------------------------------------------------------------------------------------
+
+namespace lab10 {
 
 struct Step {
   double loss = 0, penalty = 0;
   bool stepped = true;
 };
 
+#ifndef AMP_LAB_EXERCISE  // exercise 10 (amp-lab exercise 10) has the learner write this function
 // One training step with a gradient penalty, PyTorch's recipe. autograd::grad of the scaled loss returns
 // gradients multiplied by the scale (create_graph: the penalty is differentiated too); multiply them by
 // 1/scale, compute the penalty with autocast on, and back-propagate the scaled loss + penalty. step()
 // unscales .grad and skips on inf/NaN; update() as usual. `unscale` false (--flip): the multiply is left out.
 Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                  bool autocast, const torch::Tensor& x, const torch::Tensor& y, bool unscale = true) {
+                  bool autocast, const torch::Tensor& x, const torch::Tensor& y, bool unscale) {
   opt.zero_grad();
   torch::Tensor loss;
   {
@@ -69,6 +74,15 @@ Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, am
   scaler.update();
   return {loss.item<double>(), penalty.item<double>(), stepped};
 }
+#else
+Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                  bool autocast, const torch::Tensor& x, const torch::Tensor& y, bool unscale);
+#endif  // AMP_LAB_EXERCISE
+
+}  // namespace lab10
+
+namespace {
+using namespace lab10;
 
 // ---- measure -----------------------------------------------------------------------------------------
 

@@ -42,8 +42,12 @@ constexpr double kInitScale = 1024;     // low enough that nothing overflows by 
 constexpr int64_t kGrowthInterval = 4;  // the scale doubles after 4 clean updates (PyTorch: 2000)
 constexpr double kGradTol = 0.02;       // unscaled fp16 gradients within 2% (relative norm) of fp32's
 
+}  // namespace
+
 // ---- The AMP code ----------------------------------------------------------------------------------------
 
+namespace lab11 {
+#ifndef AMP_LAB_EXERCISE  // exercise 11 (amp-lab exercise 11) has the learner write this code
 // Forward under autocast and both backward passes. Each loss mixes both outputs, so each sends gradients
 // into both models. The recipe scales both losses with one scaler: pass it as scaler0 and scaler1.
 void backward(torch::nn::Linear& m0, torch::nn::Linear& m1, amp::GradScaler& scaler0,
@@ -66,6 +70,15 @@ Stepped step_recipe(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1, am
   scaler.update();
   return {s0, s1};
 }
+#else
+void backward(torch::nn::Linear& m0, torch::nn::Linear& m1, amp::GradScaler& scaler0,
+              amp::GradScaler& scaler1, const torch::Tensor& x, const torch::Tensor& y);
+Stepped step_recipe(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1, amp::GradScaler& scaler);
+#endif  // AMP_LAB_EXERCISE
+}  // namespace lab11
+
+namespace {
+using namespace lab11;
 
 // ---- The other loops the question offers ---------------------------------------------------------------
 

@@ -39,12 +39,17 @@ constexpr double kClip = 255.0;            // below sqrt(65504) = 255.9: no sing
 constexpr double kFp16Max = 65504.0;       // fp16's largest finite value
 constexpr double kTol = 1e-2;              // guarded fp16 vs float64, relative (fp16 rounds to ~5e-4)
 
+}  // namespace
+
 // ---- The AMP code ----------------------------------------------------------------------------------------
+
+namespace lab12 {
 
 // Row norms that need fp32. CustomFwd(cast_inputs=fp32) casts the fp16 input to fp32 and turns autocast off
 // until forward returns (torch.amp.custom_fwd(cast_inputs=torch.float32)); CustomBwd runs backward under
 // the autocast state forward recorded (custom_bwd): here off, so backward stays in fp32.
 struct RowNormFp32 : torch::autograd::Function<RowNormFp32> {
+#ifndef AMP_LAB_EXERCISE  // exercise 12 (amp-lab exercise 12) has the learner write these functions
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
     amp::CustomFwd fwd(ctx, h.device().type(), /*cast_inputs=*/torch::kFloat);
     h = fwd.cast(h);
@@ -57,11 +62,16 @@ struct RowNormFp32 : torch::autograd::Function<RowNormFp32> {
     amp::CustomBwd bwd(ctx, saved[0].device().type());
     return {grad[0].unsqueeze(1) * saved[0] / saved[1].unsqueeze(1)};
   }
+#else
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h);
+  static variable_list backward(AutogradContext* ctx, variable_list grad);
+#endif  // AMP_LAB_EXERCISE
 };
 
 // a.mm(b) that follows autocast: CustomFwd (no cast_inputs) records autocast's state, forward runs under
 // it (mm casts both to fp16); CustomBwd runs backward under the same state, so its mm calls cast again.
 struct MatMulAutocast : torch::autograd::Function<MatMulAutocast> {
+#ifndef AMP_LAB_EXERCISE
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
     amp::CustomFwd fwd(ctx, a.device().type());
     ctx->save_for_backward({a, b});
@@ -72,7 +82,16 @@ struct MatMulAutocast : torch::autograd::Function<MatMulAutocast> {
     amp::CustomBwd bwd(ctx, saved[0].device().type());
     return {grad[0].mm(saved[1].t()), saved[0].t().mm(grad[0])};
   }
+#else
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b);
+  static variable_list backward(AutogradContext* ctx, variable_list grad);
+#endif  // AMP_LAB_EXERCISE
 };
+
+}  // namespace lab12
+
+namespace {
+using namespace lab12;
 
 // ---- The same functions without guards ------------------------------------------------------------------
 

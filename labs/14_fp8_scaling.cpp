@@ -63,7 +63,11 @@ constexpr double kOneScaleLost = 0.2;   // the best single scale (and one loss s
 constexpr double kFailsFactor = 1.5;    // a failing recipe ends at 1.5x bf16's loss or more
 constexpr double kTrainsWithin = 1.25;  // per-tensor recipes end at most 1.25x FP8 without exponent limits
 
+}  // namespace
+
 // ---- The AMP code ----------------------------------------------------------------------------------
+
+namespace lab14 {
 
 enum class Scaling { None, Current, Delayed };
 
@@ -76,6 +80,7 @@ struct Fp8Scale {
   torch::Tensor history;                     // delayed: the last kHistory amaxes, newest first
   std::vector<double>* saturated = nullptr;  // the lab's instrument: the share clipped at each cast
 
+#ifndef AMP_LAB_EXERCISE  // exercise 14 (amp-lab exercise 14) has the learner write this function
   // (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: values beyond
   // the format's max become inf or NaN, as fp16 overflow does. Scaled, they saturate (TE clips them).
   std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t) {
@@ -92,7 +97,15 @@ struct Fp8Scale {
     if (saturated) saturated->push_back((v.abs() > max).sum().item<double>() / double(v.numel()));
     return {v.clamp(-max, max).to(dtype), scale.reciprocal()};
   }
+#else
+  std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t);
+#endif  // AMP_LAB_EXERCISE
 };
+
+}  // namespace lab14
+
+namespace {
+using namespace lab14;
 
 struct Fp8Layer {
   Fp8Scale x, w, g{.dtype = torch::kFloat8_e5m2, .max = kE5M2Max};

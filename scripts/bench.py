@@ -9,7 +9,9 @@ Measures, on one machine and in one run:
   2. the GradScaler's overhead (scale + unscale_ + step + update, minus a plain step) on a model with 100
      parameter tensors, and the host syncs per step;
   3. each lab executable's wall time (build/bin/lab*), default and --quick, and the whole quiz walk
-     (amp-lab quiz --reveal) end to end, process start included.
+     (amp-lab quiz --reveal) end to end, process start included;
+  4. an exercise's save-to-verdict time: `amp-lab check` of an edited file with a warm build
+     (--exercise-only measures just this; --exercise ID picks the exercise, default 09).
 Writes markdown (stdout and bench-out/bench.md) and bench-out/bench.json.
 """
 import argparse
@@ -22,6 +24,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -227,6 +230,36 @@ def quiz_timing(build_dir, device, reps):
     return s
 
 
+def exercise_timing(build_dir, exercise, reps):
+    """Save to verdict: `amp-lab check` of an edited file with a warm build (the exercise's harness and
+    precompiled header built, its learner executable built once before). Each edit adds a new comment line,
+    so the compiler (and ccache) sees a new file, as after a learner's save."""
+    exe = os.path.join(build_dir, "bin", "amp-lab")
+    ref = glob.glob(os.path.join(build_dir, "exercises", f"{exercise}_*", "reference.cpp"))
+    if not os.access(exe, os.X_OK) or not ref:
+        return {"exercise": exercise, "missing": True}
+    work = tempfile.mkdtemp(prefix="amp-lab-bench-exercise-")
+    path = os.path.join(work, os.path.basename(os.path.dirname(ref[0])) + ".cpp")
+    with open(ref[0]) as f:
+        text = "".join(line for line in f if not line.startswith("#line"))
+    env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"))
+    def check(n):
+        with open(path, "w") as f:
+            f.write(text + f"// edit {n} at {time.time()}\n")
+        t0 = time.perf_counter()
+        r = subprocess.run([exe, "check", exercise, "--file", path, "--no-color"], stdin=subprocess.DEVNULL,
+                           capture_output=True, text=True, env=env, timeout=600)
+        return {"seconds": time.perf_counter() - t0, "exit": r.returncode,
+                "verdict": (r.stdout.strip().splitlines() or [""])[-1]}
+    check(0)  # warms the build: the learner executable exists, only the edited unit compiles from here on
+    runs = [check(n + 1) for n in range(reps)]
+    shutil.rmtree(work, ignore_errors=True)
+    s = {"exercise": exercise, "missing": False, "seconds": median([r["seconds"] for r in runs]), "runs": runs,
+         "exit": sorted({str(r["exit"]) for r in runs}), "load": list(os.getloadavg())}
+    log(f"exercise {exercise} save to verdict: {s['seconds']:.2f} s  exit {','.join(s['exit'])}")
+    return s
+
+
 def fmt_ms(x):
     return f"{x:.3f}" if x < 10 else (f"{x:.1f}" if x < 1000 else f"{x:.0f}")
 
@@ -322,6 +355,16 @@ def markdown(report):
         if bad:
             out.append(f"The walk exited {bad[0]['exit']}: `{' '.join(bad[0]['stderr_tail'])}`\n")
 
+    x = report.get("exercise")
+    out.append("### An exercise, from saving the file to the verdict (`amp-lab check`, warm build)\n")
+    if not x or x.get("missing"):
+        out.append("Not measured (--skip-labs, or amp-lab or the exercises not built).\n")
+    else:
+        runs = ", ".join(f"{r['seconds']:.2f}" for r in x["runs"])
+        out.append(f"`amp-lab check {x['exercise']}` after an edit: **{x['seconds']:.2f} s** (median of "
+                   f"{len(x['runs'])}; runs: {runs}; exit {','.join(x['exit'])}; verdict: "
+                   f"\"{x['runs'][-1]['verdict']}\"; load average {x['load'][0]:.2f})\n")
+
     out.append("### Goals\n")
     out.append("| goal | measured | met |")
     out.append("|---|---|---|")
@@ -350,6 +393,11 @@ def goals(report, tiny_target=0.8):
         g.append({"goal": "1 host sync per scaler step",
                   "measured": f"C++ {o['cpp']['host_syncs_per_step']:g}, Python {o['python']['host_syncs_per_step']:g}",
                   "met": o["cpp"]["host_syncs_per_step"] == 1})
+    x = report.get("exercise")
+    if x and not x.get("missing"):
+        g.append({"goal": "exercise save to verdict <= 10 s (warm build)",
+                  "measured": f"{x['seconds']:.2f} s (exit {','.join(x['exit'])})",
+                  "met": x["seconds"] <= 10 and x["exit"] == ["0"]})
     q = report["quiz"]
     if q.get("missing"):
         g.append({"goal": "quiz walk (--reveal) under 20 s",
@@ -376,9 +424,13 @@ def main():
     ap.add_argument("--no-build", action="store_true", help="do not run cmake --build --target amp-lab-bench")
     ap.add_argument("--skip-steps", action="store_true", help="skip the C++/Python step benchmarks")
     ap.add_argument("--skip-labs", action="store_true", help="skip the lab and quiz wall times")
+    ap.add_argument("--exercise-only", action="store_true", help="measure only an exercise's save-to-verdict time")
+    ap.add_argument("--exercise", default="09", help="the exercise whose save-to-verdict time is measured (default 09)")
     ap.add_argument("--python", default=sys.executable, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
+    if args.exercise_only:
+        args.skip_steps = args.no_build = True
     if args.cases and not set(args.cases.split(",")) <= {"recipe", "tiny", "scaler-overhead"}:
         sys.exit(f"bench: error: --cases '{args.cases}': expected names from recipe,tiny,scaler-overhead")
     build_dir = os.path.abspath(args.build_dir)
@@ -407,13 +459,18 @@ def main():
     loads = [o["load_1min_after"] for res in raw.values() for impl in ("cpp", "python") for o in res[impl]]
     report["load_during_steps"] = [min(loads), max(loads)] if loads else None
     report["overhead"] = summarise_overhead(raw)
-    if args.skip_labs:
+    if args.exercise_only:
+        report["labs"], report["quiz"] = [], {"command": "amp-lab quiz --reveal", "missing": True, "skipped": True}
+        report["exercise"] = exercise_timing(os.path.abspath(args.labs_build_dir or build_dir), args.exercise,
+                                             reps=1 if args.quick else 3)
+    elif args.skip_labs:
         report["labs"], report["quiz"] = [], {"command": "amp-lab quiz --reveal", "missing": True, "skipped": True}
     else:
         labs_dir = os.path.abspath(args.labs_build_dir or build_dir)
         report["labs_build_dir"] = labs_dir
         report["labs"] = lab_timings(labs_dir, device, reps=1)
         report["quiz"] = quiz_timing(labs_dir, device, reps=1 if args.quick else 3)
+        report["exercise"] = exercise_timing(labs_dir, args.exercise, reps=1 if args.quick else 3)
     report["load_after"] = list(os.getloadavg())
     report["total_seconds"] = time.perf_counter() - start
     report["goals"] = goals(report)

@@ -123,6 +123,12 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
   }
 }
 
+namespace {
+std::string g_lab_main_id;
+}  // namespace
+
+const std::string& lab_main_id() { return g_lab_main_id; }
+
 int lab_main(int argc, char** argv) {
   if (!registration_errors().empty()) {
     std::fprintf(stderr, "error: %s\n", registration_errors().front().c_str());
@@ -132,6 +138,7 @@ int lab_main(int argc, char** argv) {
     std::fprintf(stderr, "error: this executable should hold exactly one lab, it holds %zu\n", labs().size());
     return kExitLabError;
   }
+  g_lab_main_id = labs().front().id;
   return lab_cli(labs().front(), argc, argv, labs().front().executable);
 }
 

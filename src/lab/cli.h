@@ -28,5 +28,8 @@ std::string one_line(const std::exception& e);
 int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::string& program);
 // main() of a single-lab executable: runs the one lab linked into it.
 int lab_main(int argc, char** argv);
+// The id of the lab lab_main() runs in this process; "" when lab_main() is not running (the runner, tests).
+// An exercise's executable is the lab's code with the learner's: its ranks must run it, not the lab's.
+const std::string& lab_main_id();
 
 }  // namespace lab

@@ -63,9 +63,10 @@ c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port,
 int store_port(c10d::Store& store);
 
 // How to start a program that runs the lab `id` (its declaration in labs/catalog.cpp) as one rank: the lab's
-// own executable, when this process is it, or found beside this program or in this build's bin/ folder;
-// otherwise, when this process is the amp-lab runner, "amp-lab run <id>". Throws std::runtime_error (one
-// line) when neither is there. `args` are the lab's flags, appended by spawn_ranks.
+// own executable, when this process is it or another single-lab executable of `id` (an exercise's), or found
+// beside this program or in this build's bin/ folder; otherwise, when this process is the amp-lab runner,
+// "amp-lab run <id>". Throws std::runtime_error (one line) when neither is there. `args` are the lab's flags,
+// appended by spawn_ranks.
 struct RankProgram {
   std::string path;
   std::vector<std::string> args;

@@ -6,6 +6,7 @@
 //   amp-lab run LAB [lab flags]     one lab: its executable, run with these flags
 //   amp-lab list                    the tracks, their labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
+//   amp-lab exercises | exercise ID | check ID | watch ID    write a lab's AMP code (runner/exercise_commands.h)
 //   amp-lab --version               amp-lab's version and the LibTorch it was built with
 // Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
 // or the output could not be written, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
@@ -29,6 +30,7 @@
 #include "lab/text.h"
 #include "runner/commands.h"
 #include "runner/glossary.h"
+#include "runner/exercise_commands.h"
 #include "runner/progress.h"
 #include "runner/interrupt.h"
 #include "runner/lab_process.h"
@@ -72,6 +74,10 @@ constexpr const char* kUsage =
     "  progress  what you answered so far, per track (amp-lab quiz --resume goes on, --retry asks again)\n"
     "  glossary  the terms the labs use, each with a definition and a source\n"
     "  info   LibTorch build, the CPU's 16-bit features, the CUDA device\n"
+    "  exercises    the exercises: you write a lab's AMP code, its own checks judge it\n"
+    "  exercise ID  start one: its starter copied into workspace/ (--solution: the lab's code)\n"
+    "  check ID     build your file for exercise ID and run the lab's checks on it\n"
+    "  watch ID     check again on every save, until the checks hold\n"
     "  --version  amp-lab's version and the LibTorch it was built with\n";
 
 constexpr const char* kRunUsage =
@@ -179,14 +185,19 @@ int dispatch(const std::string& command, int argc, const char* const* argv) {
   if (command == "progress") return cmd_progress(argc, argv);
   if (command == "glossary") return cmd_glossary(argc, argv);
   if (command == "plan") return runner::cmd_plan(argc, argv);
+  if (command == "exercises") return runner::cmd_exercises(argc, argv);
+  if (command == "exercise") return runner::cmd_exercise(argc, argv);
+  if (command == "check") return runner::cmd_check(argc, argv);
+  if (command == "watch") return runner::cmd_watch(argc, argv);
   throw lab::UsageError("unknown command " + lab::quote(command) +
-                        " (commands: quiz, run, list, progress, glossary, info)");
+                        " (commands: quiz, run, list, progress, glossary, info, exercises, exercise, check, watch)");
 }
 
 // Runs the command; every error is one line on stderr and an exit code.
 int run_command(const std::string& command, int argc, const char* const* argv) {
   const bool known = command == "quiz" || command == "run" || command == "list" || command == "info" ||
-                     command == "progress" || command == "glossary";
+                     command == "progress" || command == "glossary" || command == "exercises" ||
+                     command == "exercise" || command == "check" || command == "watch";
   const std::string name = known ? "amp-lab " + command : "amp-lab";  // names the command in messages
   try {
     lab::check_stdout_open();

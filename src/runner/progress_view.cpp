@@ -69,6 +69,13 @@ void print_exercises(std::ostream& out, const nlohmann::json& exercises, size_t 
     std::string line = lab::escape(id, 60) + ": ";
     if (e.is_object() && e.contains("status") && e["status"].is_string()) {
       line += lab::escape(e["status"].get<std::string>(), 60);
+      // What the exercises record beside the status (runner/exercise_commands.cpp): help used, last check.
+      if (e.contains("last") && e["last"].is_string() && e["status"] != "done")
+        line += ", " + lab::escape(e["last"].get<std::string>(), 60);
+      if (e.contains("hints") && e["hints"].is_number_integer() && e["hints"].get<int>() > 0)
+        line +=
+            fmt::format(", {} hint{} shown", e["hints"].get<int>(), e["hints"].get<int>() == 1 ? "" : "s");
+      if (e.contains("solution") && e["solution"] == true) line += ", solution seen";
       if (e.contains("at") && e["at"].is_string()) line += " (" + when(e["at"].get<std::string>()) + ")";
     } else {
       line += lab::escape(e.dump(), 120);

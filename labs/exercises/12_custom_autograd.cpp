@@ -1,0 +1,46 @@
+// Exercise 12: custom autograd functions under autocast (lab 12, labs/12_custom_autograd.cpp).
+//
+// Write the forward and backward of two custom functions so that they behave under fp16 autocast:
+//   RowNormFp32     the norm of each row of h, which overflows fp16 (the rows' sums of squares reach ~7e6):
+//                   it must compute in fp32 whatever dtype h arrives in;
+//   MatMulAutocast  a.mm(b) that follows autocast in forward, and whose backward (which autograd runs
+//                   outside autocast) must run under the same autocast state, or mm refuses the mix of an
+//                   fp16 and an fp32 operand.
+// The code below is the plain functions, without guards: the lab's checks fail on it.
+//
+//   amp-lab check 12    builds this file with the lab and runs the lab's checks on it
+//   amp-lab watch 12    the same on every save, until every check holds
+//
+// amp/custom_function.h: amp::CustomFwd fwd(ctx, device_type, cast_inputs) (torch.amp.custom_fwd), whose
+// fwd.cast(t) casts t to cast_inputs, and amp::CustomBwd bwd(ctx, device_type) (torch.amp.custom_bwd).
+#include "exercise/12_custom_autograd.h"
+#include "amp/custom_function.h"
+
+namespace lab12 {
+
+torch::Tensor RowNormFp32::forward(AutogradContext* ctx, torch::Tensor h) {
+  // TODO: guard forward with amp::CustomFwd, casting the input to fp32, and compute on the cast input.
+  const auto n = (h * h).sum(/*dim=*/1).sqrt();
+  ctx->save_for_backward({h, n});
+  return n;
+}
+
+variable_list RowNormFp32::backward(AutogradContext* ctx, variable_list grad) {
+  const auto saved = ctx->get_saved_variables();
+  // TODO: guard backward with amp::CustomBwd, so it runs under the autocast state forward recorded.
+  return {grad[0].unsqueeze(1) * saved[0] / saved[1].unsqueeze(1)};
+}
+
+torch::Tensor MatMulAutocast::forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
+  // TODO: guard forward with amp::CustomFwd, without cast_inputs: it records autocast's state.
+  ctx->save_for_backward({a, b});
+  return a.mm(b);
+}
+
+variable_list MatMulAutocast::backward(AutogradContext* ctx, variable_list grad) {
+  const auto saved = ctx->get_saved_variables();
+  // TODO: guard backward with amp::CustomBwd, so its mm calls cast their operands as forward's did.
+  return {grad[0].mm(saved[1].t()), saved[0].t().mm(grad[0])};
+}
+
+}  // namespace lab12

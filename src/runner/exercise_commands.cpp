@@ -1,0 +1,252 @@
+// amp-lab exercises | exercise ID | check ID | watch ID (runner/exercise_commands.h).
+#include "runner/exercise_commands.h"
+
+#include <poll.h>
+#include <signal.h>
+
+#include <csignal>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include <fmt/format.h>
+#include <cxxopts.hpp>
+
+#include "amp_lab_paths.h"
+#include "lab/cli_args.h"
+#include "lab/text.h"
+#include "runner/exercise.h"
+#include "runner/exercise_source.h"
+#include "runner/progress.h"
+
+namespace runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The workspace: a folder of the clone that .gitignore ignores, so the learner's files never reach a commit.
+fs::path default_workspace() {
+  return fs::path(AMP_LAB_SOURCE_DIR) / "workspace";
+}
+
+const ExerciseInfo& exercise_arg(const cxxopts::ParseResult& args, const std::string& command) {
+  if (args.unmatched().empty())
+    throw lab::UsageError(fmt::format("which exercise? (amp-lab {} ID, see: amp-lab exercises)", command));
+  if (args.unmatched().size() > 1)
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched()[1]));
+  const ExerciseInfo* e = find_exercise(args.unmatched().front());
+  if (!e)
+    throw lab::UsageError(
+        fmt::format("no exercise {} (see: amp-lab exercises)", lab::quote(args.unmatched().front())));
+  return *e;
+}
+
+cxxopts::ParseResult parse(cxxopts::Options& options, int argc, const char* const* argv) {
+  options.allow_unrecognised_options();
+  options.add_options()("dir", "the workspace folder (default: " + default_workspace().string() + ")",
+                        cxxopts::value<std::string>())("no-color", "plain text")("h,help", "show this help");
+  auto args = options.parse(argc, argv);
+  for (const auto& a : args.unmatched())
+    if (!a.empty() && a[0] == '-') throw lab::UsageError("unknown option " + lab::quote(a));
+  return args;
+}
+
+fs::path workspace_of(const cxxopts::ParseResult& args) {
+  return args.count("dir") ? fs::path(args["dir"].as<std::string>()) : default_workspace();
+}
+
+// The learner's file: --file, else the workspace's copy of the starter, which must exist.
+std::string learner_path(const cxxopts::ParseResult& args, const ExerciseInfo& e) {
+  const fs::path p =
+      args.count("file") ? fs::path(args["file"].as<std::string>()) : workspace_file(workspace_of(args), e);
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec))
+    throw lab::UsageError(args.count("file")
+                              ? fmt::format("no file {}", lab::quote(p.string(), 200))
+                              : fmt::format("no {} yet: start with amp-lab exercise {}", p.string(), e.id));
+  return p.string();
+}
+
+// The learner's progress, shared with the quiz's; nothing when there is no home to keep it in.
+std::optional<ProgressStore> store() {
+  const auto dir = default_state_dir();
+  if (!dir) return std::nullopt;
+  return ProgressStore(*dir);
+}
+
+// Records in progress.json what happened to exercise `e`; `change` edits its entry (an object).
+void record(const ExerciseInfo& e, const std::function<void(nlohmann::json&)>& change) {
+  auto s = store();
+  if (!s) return;  // no home: nothing lasts, the command still works
+  s->update([&](Progress& p) {
+    nlohmann::json& entry = p.exercises[e.id];
+    if (!entry.is_object()) entry = nlohmann::json::object();
+    change(entry);
+    entry["at"] = timestamp();
+  });
+}
+
+void record_verdict(const ExerciseInfo& e, const Verdict& v) {
+  record(e, [&](nlohmann::json& entry) {
+    const bool done = v.kind == Verdict::Passed || entry.value("status", "") == "done";
+    entry["status"] = done ? "done" : "started";
+    entry["checks_run"] = entry.value("checks_run", 0) + 1;
+    if (!v.checks.empty())
+      entry["last"] = fmt::format("{}/{} checks hold", v.held(), v.checks.size());
+    else
+      entry["last"] = v.kind == Verdict::CompileError ? "did not build" : "the lab stopped";
+    entry["hints"] = entry.value("hints", 0) + static_cast<int>(v.hints.size());
+  });
+}
+
+ExerciseBuild the_build() {
+  const fs::path json = fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "exercises.json";
+  std::error_code ec;
+  if (!fs::exists(json, ec))
+    throw ExerciseSourceError(
+        fmt::format("{} is missing: configure the build first (scripts/setup)", json.string()));
+  return load_exercise_build(json);
+}
+
+int exit_code_of(const Verdict& v) {
+  return v.kind == Verdict::Passed ? lab::kExitPass : lab::kExitCheckFailed;
+}
+
+Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& path, bool full,
+                   bool color) {
+  std::cout << fmt::format("exercise {} ({}) · {}\n", e.id, e.title, path) << std::flush;
+  const Verdict v = check_exercise(build, e, path, full);
+  print_verdict(std::cout, e, v, path, color);
+  std::cout << std::flush;
+  record_verdict(e, v);
+  return v;
+}
+
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int signo) {
+  g_stop = signo;
+}
+
+// What tells a save apart: the file's modification time, size and text.
+std::string snapshot(const std::string& path) {
+  std::error_code ec;
+  const auto t = fs::last_write_time(path, ec);
+  std::string text;
+  try {
+    text = read_text_file(path);
+  } catch (const ExerciseSourceError&) {
+  }
+  return std::to_string(ec ? 0 : t.time_since_epoch().count()) + ":" + text;
+}
+
+}  // namespace
+
+int cmd_exercises(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab exercises", "List the exercises and where you are with each.");
+  const auto args = parse(options, argc, argv);
+  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  if (!args.unmatched().empty())
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  auto s = store();
+  const Progress progress = s ? s->load() : Progress{};
+  std::vector<std::vector<std::string>> rows;
+  for (const ExerciseInfo& e : exercises()) {
+    std::string status = "-";
+    if (progress.exercises.contains(e.id) && progress.exercises[e.id].is_object()) {
+      const auto& p = progress.exercises[e.id];
+      status = p.value("status", "-");
+      if (status != "done" && p.contains("last")) status += ", " + p.value("last", "");
+      if (p.value("solution", false)) status += ", solution seen";
+    }
+    rows.push_back({e.id, e.title, "labs/" + e.stem + ".cpp", status});
+  }
+  for (const auto& line :
+       lab::format_table({"ID", "you write", "lab", "status"}, rows, lab::terminal_width()))
+    std::cout << line << "\n";
+  std::cout << "start one: amp-lab exercise ID; then amp-lab check ID, or amp-lab watch ID while you edit\n";
+  return lab::kExitPass;
+}
+
+int cmd_exercise(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab exercise", "Start an exercise: copy its starter into the workspace.");
+  options.add_options()("solution", "show the lab's own code for it (recorded in your progress)");
+  const auto args = parse(options, argc, argv);
+  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  const ExerciseInfo& e = exercise_arg(args, "exercise");
+  const fs::path source = AMP_LAB_SOURCE_DIR;
+  if (lab::flag(args, "solution")) {
+    const std::string lab_path = "labs/" + e.stem + ".cpp";
+    std::cout << solution_text(parse_lab_source(lab_path, read_text_file((source / lab_path).string())));
+    record(e, [](nlohmann::json& entry) {
+      entry["solution"] = true;
+      if (!entry.contains("status")) entry["status"] = "started";
+    });
+    return lab::kExitPass;
+  }
+  const fs::path dir = workspace_of(args), file = workspace_file(dir, e);
+  std::error_code ec;
+  const bool existed = fs::exists(file, ec);
+  if (!existed) {
+    fs::create_directories(dir, ec);
+    if (!write_if_changed(file.string(),
+                          read_text_file((source / "labs/exercises" / (e.stem + ".cpp")).string())))
+      throw ExerciseSourceError(fmt::format("cannot write {}", file.string()));
+  }
+  std::cout << fmt::format("exercise {}: {} (lab {}, labs/{}.cpp)\n", e.id, e.title, e.lab, e.stem)
+            << fmt::format("{} {}\n", existed ? "your file, kept as it was:" : "your file:", file.string())
+            << "Fill in its TODO lines; the lab's own checks judge the result.\n"
+            << fmt::format("  amp-lab check {}{}    build it and run the checks\n", e.id,
+                           args.count("dir") ? " --dir " + dir.string() : "")
+            << fmt::format("  amp-lab watch {}{}    the same on every save, until they hold\n", e.id,
+                           args.count("dir") ? " --dir " + dir.string() : "")
+            << fmt::format("  amp-lab exercise {} --solution    the lab's own code, when you want it\n",
+                           e.id);
+  record(e, [](nlohmann::json& entry) {
+    if (!entry.contains("status")) entry["status"] = "started";
+  });
+  return lab::kExitPass;
+}
+
+int cmd_check(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab check",
+                           "Build your file for an exercise and run the lab's checks on it.");
+  options.add_options()("file", "check this file, not the workspace's", cxxopts::value<std::string>())(
+      "full", "run the lab in its default mode, not --quick");
+  const auto args = parse(options, argc, argv);
+  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  const ExerciseInfo& e = exercise_arg(args, "check");
+  const std::string path = learner_path(args, e);
+  const ExerciseBuild build = the_build();
+  return exit_code_of(
+      check_once(build, e, path, lab::flag(args, "full"), lab::want_color(lab::flag(args, "no-color"))));
+}
+
+int cmd_watch(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab watch", "Check an exercise on every save until the lab's checks hold.");
+  options.add_options()("file", "watch this file, not the workspace's", cxxopts::value<std::string>())(
+      "full", "run the lab in its default mode, not --quick");
+  const auto args = parse(options, argc, argv);
+  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  const ExerciseInfo& e = exercise_arg(args, "watch");
+  const std::string path = learner_path(args, e);
+  const ExerciseBuild build = the_build();
+  const bool color = lab::want_color(lab::flag(args, "no-color"));
+  // No SA_RESTART: Ctrl-C ends the wait at once; the build, in our process group, gets it too and stops.
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
+  for (;;) {
+    std::string seen = snapshot(path);
+    const Verdict v = check_once(build, e, path, lab::flag(args, "full"), color);
+    if (g_stop) break;
+    if (v.kind == Verdict::Passed) return lab::kExitPass;
+    std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", path) << std::flush;
+    while (!g_stop && snapshot(path) == seen) poll(nullptr, 0, 250);
+    if (g_stop) break;
+    std::cout << "\n";
+  }
+  std::cout << fmt::format("stopped; your file is {}\n", path);
+  return 128 + g_stop;
+}
+
+}  // namespace runner

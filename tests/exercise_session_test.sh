@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# A learner's session through the real runner (issue 22): amp-lab exercise, check (a failing check with its
+# hint), watch (a save that fixes the file ends it with the passing verdict; Ctrl-C stops it cleanly),
+# --solution and progress recorded, and bad input refused in one line with exit 2.
+#   exercise_session_test.sh AMP_LAB SOURCE_DIR
+# Its own workspace and progress file; the exercise's learner build is shared, so ctest runs it alone.
+set -uo pipefail
+amp_lab=$1
+source_dir=$2
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export XDG_STATE_HOME=$scratch/state NO_COLOR=1
+ws=$scratch/ws
+file=$ws/09_gradient_accumulation.cpp
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect() {  # expect CODE WANTED_CODE TEXT PATTERN: exit code and a line of TEXT matching PATTERN
+  [[ $1 -eq $2 ]] || fail "exit code $1, wanted $2 (${4})"
+  grep -qE -- "$4" <<<"$3" || { fail "no line matching '$4' in:"; echo "$3"; }
+}
+
+out=$("$amp_lab" exercise 09 --dir "$ws" 2>&1); expect $? 0 "$out" "your file: $file"
+cmp -s "$file" "$source_dir/labs/exercises/09_gradient_accumulation.cpp" || fail "the starter was not copied"
+
+# The starter: it builds, the lab's checks fail, the hint for weights that never moved.
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^  FAIL  accumulated-equals-whole-fp32"
+expect 1 1 "$out" "hint: the weights did not move"
+expect 1 1 "$out" "^not yet: 3 of 4 checks fail"
+
+# A known mistake: update() per micro-batch, named by its hint.
+cp "$source_dir/tests/exercises/09_update_per_micro_batch.cpp" "$file"
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "hint: the optimizer stepped inside the effective batch"
+
+# A compile error: the compiler's message, naming the learner's file and line first.
+sed 's/opt.zero_grad();/opt.zero_grad()/' "$source_dir/tests/exercises/09_loss_not_divided.cpp" >"$file"
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^$file:[0-9]+:[0-9]+: error"
+expect 1 1 "$out" "^does not build: $file"
+
+# watch: Ctrl-C while it waits for a save stops it with 130, cleanly.
+"$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch1.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch1.out" && break; sleep 0.5; done
+kill -INT $pid
+wait $pid
+expect $? 130 "$(cat "$scratch/watch1.out")" "^stopped; your file is $file"
+
+# watch: a save that fixes the file ends it with the passing verdict, exit 0.
+"$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch2.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch2.out" && break; sleep 0.5; done
+grep -v '^#line' "$(dirname "$amp_lab")/../exercises/09_gradient_accumulation/reference.cpp" >"$file"
+for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
+kill $pid 2>/dev/null
+wait $pid
+expect $? 0 "$(cat "$scratch/watch2.out")" "^exercise 09 done: all 4 checks hold"
+
+out=$("$amp_lab" exercise 09 --solution 2>&1); expect $? 0 "$out" "scaler.scale\(loss\).backward\(\)"
+out=$("$amp_lab" progress 2>&1); expect $? 0 "$out" "09: done.*solution seen"
+out=$("$amp_lab" exercises 2>&1); expect $? 0 "$out" "^09 .* done"
+
+for bad in "check 99" "check" "watch 09 --bogus" "exercise nine" "check 02 --dir $scratch/none"; do
+  out=$("$amp_lab" $bad 2>&1); code=$?
+  [[ $code -eq 2 && $(wc -l <<<"$out") -eq 1 ]] || fail "amp-lab $bad: exit $code, output: $out"
+done
+
+((failures == 0)) && echo "the session held" || exit 1

@@ -1,0 +1,39 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): no unscale_ before clipping: the clip
+// threshold meets scaled gradients.
+//
+// expect-hint: clip-scaled
+#include "exercise/06_amp_api.h"
+
+namespace lab06 {
+// The GradScaler for a precision: only fp16 needs loss scaling; disabled, every call passes through.
+amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype) {
+  return amp::GradScaler(device, {.growth_interval = kGrowthInterval, .enabled = dtype == torch::kHalf});
+}
+
+// One training step, correct for fp32 (autocast and scaler off), bf16 (autocast) and fp16 (both).
+// Returns whether the optimizer stepped (false: the scaler found inf/NaN gradients and skipped it).
+bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                torch::ScalarType dtype, const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);  // forward and loss only
+    loss = F::cross_entropy(model->forward(x), y);  // the Linears run in 16 bits, cross_entropy in fp32
+  }
+  scaler.scale(loss).backward();  // backward outside autocast; scale() multiplies by the loss scale
+  torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
+  const bool stepped = scaler.step(opt);  // skipped if unscale_ found inf/NaN (the step's one host sync)
+  scaler.update();  // fp16: halve the scale after an overflow, grow it after clean steps
+  return stepped;
+}
+
+// The scaler's scale and growth tracker are training state: a checkpoint without them does not resume fp16.
+void save(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
+          amp::GradScaler& scaler) {
+  amp::save_checkpoint(path, *model, opt, scaler);
+}
+void resume(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
+            amp::GradScaler& scaler) {
+  amp::load_checkpoint(path, *model, opt, scaler);
+}
+}  // namespace lab06

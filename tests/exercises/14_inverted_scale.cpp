@@ -1,0 +1,24 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): the scale inverted: amax / max, not max /
+// amax.
+//
+// expect-hint: inverted-scale
+#include "exercise/14_fp8_scaling.h"
+
+namespace lab14 {
+// (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: values beyond
+// the format's max become inf or NaN, as fp16 overflow does. Scaled, they saturate (TE clips them).
+std::pair<torch::Tensor, torch::Tensor> Fp8Scale::quantize(const torch::Tensor& t) {
+  torch::NoGradGuard no_grad;
+  if (mode == Scaling::None) return {t.to(dtype), torch::ones({}, t.options().dtype(torch::kFloat))};
+  const torch::Tensor amax = t.abs().max().to(torch::kFloat).clamp_min(1e-30);
+  torch::Tensor scale = amax / (max / std::exp2(margin));  // current scaling: this tensor's amax
+  if (mode == Scaling::Delayed) {  // this step's amax only joins the history, for the next steps
+    if (!history.defined()) history = amax.expand({kHistory}).clone();  // step 0: no history yet
+    scale = max / std::exp2(margin) / history.max();
+    history = torch::cat({amax.reshape({1}), history.slice(0, 0, kHistory - 1)});
+  }
+  const torch::Tensor v = t * scale;
+  if (saturated) saturated->push_back((v.abs() > max).sum().item<double>() / double(v.numel()));
+  return {v.clamp(-max, max).to(dtype), scale.reciprocal()};
+}
+}  // namespace lab14

@@ -1,0 +1,128 @@
+// The exercises kept honest (issue 22): for each exercise, its starter compiles and fails the lab's checks,
+// the lab's own code (the generated reference solution) passes them, and every wrong solution kept in
+// tests/exercises/ fails them with the hint it names. ctest runs each case once per exercise
+// (tests/CMakeLists.txt sets AMP_LAB_TEST_EXERCISE); the executables are built with the tests, each the
+// exercise's harness linked with one learner's file, and run here in quick mode, as `amp-lab check` does.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "amp_lab_paths.h"
+#include "runner/exercise.h"
+#include "runner/exercise_source.h"
+#include "support/process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const runner::ExerciseInfo& the_exercise() {
+  const char* id = std::getenv("AMP_LAB_TEST_EXERCISE");
+  REQUIRE_MESSAGE(id != nullptr, "set AMP_LAB_TEST_EXERCISE to an exercise's id (ctest does)");
+  const runner::ExerciseInfo* e = runner::find_exercise(id);
+  REQUIRE_MESSAGE(e != nullptr, "no exercise " << id << " in src/runner/exercise.cpp");
+  return *e;
+}
+
+fs::path bin() {
+  return fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "bin";
+}
+
+// Runs one of the exercise's executables as `amp-lab check` does and reads its verdict.
+runner::Verdict run_unit(const runner::ExerciseInfo& e, const std::string& exe) {
+  const auto r =
+      test_support::run_process({(bin() / exe).string(), "--json", "--device", "cpu", "--quick"}, 300);
+  REQUIRE_FALSE(r.timed_out);
+  return runner::verdict_from_run(e, r.out, r.code, r.err);
+}
+
+std::string failed_keys(const runner::Verdict& v) {
+  std::string s;
+  for (const auto& c : v.checks)
+    if (!c.passed) s += c.key + " ";
+  return s.empty() ? "(none)" : s;
+}
+
+std::string hint_ids(const runner::Verdict& v) {
+  std::string s;
+  for (const auto* h : v.hints) s += h->id + " ";
+  return s.empty() ? "(none)" : s;
+}
+
+// tests/exercises/NN_<mistake>.cpp of this exercise, each with the hint id it names ("// expect-hint: id").
+std::vector<std::pair<std::string, std::string>> wrong_solutions(const runner::ExerciseInfo& e) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& f : fs::directory_iterator(fs::path(AMP_LAB_SOURCE_DIR) / "tests" / "exercises")) {
+    const std::string name = f.path().stem().string();
+    if (name.rfind(e.id + "_", 0) != 0 || f.path().extension() != ".cpp") continue;
+    const std::string text = runner::read_text_file(f.path().string());
+    const auto at = text.find("// expect-hint: ");
+    REQUIRE_MESSAGE(at != std::string::npos, f.path().string() << " names no expected hint");
+    const auto b = at + std::strlen("// expect-hint: ");
+    out.emplace_back(name, text.substr(b, text.find('\n', b) - b));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the starter compiles and fails the lab's checks, saying which") {
+  const auto& e = the_exercise();
+  const runner::Verdict v = run_unit(e, "exercise" + e.id + "_starter");
+  INFO("exercise " << e.id << ": failed " << failed_keys(v) << "output: " << v.output);
+  CHECK(v.kind == runner::Verdict::Failed);
+  CHECK(v.held() < static_cast<int>(v.checks.size()));
+  CHECK(v.checks.size() >= 3);  // the lab's report came back whole, not a crash
+}
+
+TEST_CASE("the starter has TODO lines and names the commands that judge it") {
+  const auto& e = the_exercise();
+  const std::string text = runner::read_text_file(
+      (fs::path(AMP_LAB_SOURCE_DIR) / "labs" / "exercises" / (e.stem + ".cpp")).string());
+  CHECK(text.find("// TODO: ") != std::string::npos);
+  CHECK(text.find("amp-lab check " + e.id) != std::string::npos);
+  CHECK(text.find("exercise/" + e.stem + ".h") != std::string::npos);
+}
+
+TEST_CASE("the lab's own code passes every check of its exercise") {
+  const auto& e = the_exercise();
+  const runner::Verdict v = run_unit(e, "exercise" + e.id + "_reference");
+  INFO("exercise " << e.id << ": failed " << failed_keys(v) << "output: " << v.output);
+  CHECK(v.kind == runner::Verdict::Passed);
+  CHECK(v.held() == static_cast<int>(v.checks.size()));
+  CHECK(v.hints.empty());
+}
+
+TEST_CASE("every wrong solution kept for the exercise fails its checks with the hint for its mistake") {
+  const auto& e = the_exercise();
+  const auto wrong = wrong_solutions(e);
+  CHECK_MESSAGE(!wrong.empty(), "no wrong solutions in tests/exercises/ for exercise " << e.id);
+  for (const auto& [name, hint] : wrong) {
+    const runner::Verdict v = run_unit(e, "exercise_wrong_" + name);
+    INFO(name << ": failed " << failed_keys(v) << "hints " << hint_ids(v) << "output: " << v.output);
+    CHECK(v.kind != runner::Verdict::Passed);
+    CHECK(std::any_of(v.hints.begin(), v.hints.end(), [&](const auto* h) { return h->id == hint; }));
+  }
+}
+
+TEST_CASE("every hint of the exercise is shown for the starter or a wrong solution, or catches all") {
+  // A hint no kept file reaches is untested text: each must be shown for the starter or a wrong solution,
+  // or be the catch-all of its check (no evidence, observation or error to match).
+  const auto& e = the_exercise();
+  std::vector<std::string> shown;
+  for (const auto* h : run_unit(e, "exercise" + e.id + "_starter").hints) shown.push_back(h->id);
+  for (const auto& [name, hint] : wrong_solutions(e))
+    for (const auto* h : run_unit(e, "exercise_wrong_" + name).hints) shown.push_back(h->id);
+  for (const auto& h : e.hints) {
+    const bool seen = std::find(shown.begin(), shown.end(), h.id) != shown.end();
+    const bool catch_all = h.evidence.empty() && h.observation.empty() && h.error.empty();
+    INFO("hint " << h.id);
+    CHECK((seen || catch_all));
+  }
+}
