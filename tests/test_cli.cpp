@@ -1282,3 +1282,21 @@ TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner
     from = r.out.find('\n', prompt);
   }
 }
+
+TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits the terminal's 40 rows") {
+  const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
+  const auto r = run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'),
+                     "", "amp-lab", "COLUMNS=80 LINES=40");
+  REQUIRE(r.code == 0);
+  size_t from = 0, i = 0;
+  for (const auto& q : all.questions) {
+    CAPTURE(q.number);
+    const size_t banner = r.out.find("━━ " + std::to_string(++i) + "/", from);
+    REQUIRE(banner != std::string::npos);
+    const size_t prompt = r.out.find("Your answer", banner);
+    REQUIRE(prompt != std::string::npos);
+    const std::string screen = r.out.substr(banner, prompt - banner);
+    CHECK(count(screen, "\n") + 1 <= 40);  // + 1: the prompt's own line
+    from = prompt;
+  }
+}
