@@ -42,7 +42,7 @@ def main(out_path, device):
             next(model.parameters()).grad.view(-1)[0] = INJECT[step]
         if step % 2 == 0:
             scaler.unscale_(opt)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_NORM, foreach=False)  # per-tensor norms, as LibTorch
         scaler.step(opt)
         found_inf = sum(v.item() for v in scaler._found_inf_per_device(opt).values())
         scaler.update()

@@ -79,7 +79,7 @@ def main(out_path, device):
             gain.grad[0] = float("inf")
         if step % 3 == 0:
             scaler.unscale_(opt_a)
-            torch.nn.utils.clip_grad_norm_(model_a.parameters(), CLIP_NORM)
+            torch.nn.utils.clip_grad_norm_(model_a.parameters(), CLIP_NORM, foreach=False)  # as LibTorch
         scaler.step(opt_a)
         scaler.step(opt_b)
         stepped = [sum(v.item() for v in scaler._found_inf_per_device(o).values()) == 0 for o in (opt_a, opt_b)]
