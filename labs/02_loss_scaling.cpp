@@ -1,29 +1,32 @@
-// Lab 02: loss scaling rescues fp16 gradients from underflow. Backs quiz question 2
-// ("What problem does loss scaling solve in FP16 training?").
+// Lab 02: loss scaling, fp16 autocast with an amp::GradScaler (quiz question 2).
 //
-// A small regression whose activation gradients are genuinely tiny (small targets, a loss averaged over
-// 2048 outputs, an output layer that starts near zero; see src/lab/underflow.h) is trained with fp32
-// master weights under amp::Autocast(fp16). The lab
-//   1. histograms the first step's activation gradients (float64 reference) against fp16's limits,
-//   2. measures the share of them that fp16 flushes to zero: without scaling, with a fixed scale, and
-//      with an amp::GradScaler (in the spirit of the SSD histogram in Micikevicius et al. 2018),
-//   3. shows dynamic scaling: a GradScaler whose scale starts too high overflows, skips those steps,
-//      backs off, and grows again after growth_interval clean steps,
-//   4. trains the model in fp32, in fp16 without scaling and in fp16 with a GradScaler.
-// fp16 is always used: loss scaling is an fp16 matter (--dtype does not apply; lab 07 shows why bf16
-// needs none). CPU and CUDA run the same code; fp16 subnormals behave the same on both.
+// A small regression whose gradients are genuinely small (small targets, an MSE averaged over 2048
+// outputs, an output layer that starts near zero: src/lab/underflow.h builds it) trains with fp32 master
+// weights under fp16 autocast, with the usual step: scaler.scale(loss).backward(), scaler.step(opt),
+// scaler.update(). The lab
+//   1. histograms step 0's activation gradients (a float64 reference) against fp16's limits and counts
+//      the share that fp16 turns into zero: without scaling, with a fixed scale and with a GradScaler's
+//      initial scale (after the SSD histogram of Micikevicius et al. 2018),
+//   2. trains in fp32, in fp16 without scaling (the same step, the scaler disabled) and in fp16 with it,
+//   3. (after the answer) starts a GradScaler far too high: it overflows, skips exactly those steps,
+//      backs off, and grows again after growth_interval clean steps.
+// fp16 always (--dtype does not apply): loss scaling is an fp16 matter; lab 07 shows why bf16 needs none.
+// CPU and CUDA run the same code; fp16 subnormals behave the same on both.
 //
-// Run alone: build/bin/lab02_loss_scaling [--device cpu|cuda] [--quick] [--flip]
-// --flip sums the loss over the 2048 outputs instead of averaging it: every gradient is 2^11 times
-// larger and sits inside fp16's range, while Adam's steps stay the same. Nothing underflows, scaling
-// rescues nothing, and the checks "substantial underflow without scaling" and "training without
-// scaling does worse" fail.
+// Run:  build/bin/lab02_loss_scaling [--device cpu|cuda] [--quick] [--seed N] [--json]
+// --flip: the MSE is summed over the 2048 outputs, not averaged: every gradient is 2^11 times larger and
+//         sits inside fp16's range, while Adam's steps stay the same. Nothing underflows, so scaling
+//         rescues nothing: checks scaling-rescues-gradients and unscaled-fp16-worse fail.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
 #include "lab/registry.h"
@@ -33,115 +36,251 @@ namespace {
 
 namespace uf = lab::underflow;
 
-constexpr int64_t kTrainSteps = 300;           // Adam steps per training run
-constexpr int64_t kTrainStepsQuick = 80;       // ... in quick mode (the gap is smaller but clear)
-constexpr double kLearningRate = 3e-3;         // Adam, the same for every run
-constexpr double kFixedScale = 1024;           // 2^10, a hand-picked constant scale (the paper used 8 to 32768)
-constexpr int64_t kScalerGrowthInterval = 50;  // training run's GradScaler: default init 2^16, grows every 50 clean steps
-constexpr double kDemoInitScale = 1 << 30;     // dynamic-scaling demo: a scale far too high, so it must overflow
-constexpr int64_t kDemoGrowthInterval = 8;     // ... growing again after 8 clean steps (PyTorch's default: 2000)
-constexpr int64_t kDemoSteps = 48;             // demo length, one chart glyph per step
+constexpr int64_t kTrainSteps = 300;        // Adam steps per training run
+constexpr int64_t kTrainStepsQuick = 80;    // ... in quick mode (the gap is smaller but clear)
+constexpr double kLearningRate = 3e-3;      // Adam, the same for every run
+constexpr double kFixedScale = 1024;        // 2^10, a hand-picked constant scale (the paper used 8 to 32768)
+constexpr int64_t kGrowthInterval = 50;     // the GradScaler doubles after 50 clean steps (PyTorch: 2000)
+constexpr double kDemoInitScale = 1 << 30;  // after the answer: a scale far too high, so it must overflow
+constexpr int64_t kDemoGrowthInterval = 8;  // ... growing again after 8 clean steps
+constexpr int64_t kDemoSteps = 48;          // demo length, one chart glyph per step
 constexpr int64_t kDemoStepsQuick = 32;
-
-// Check thresholds.
 constexpr double kSubstantialShare = 0.20;  // without scaling, at least 20% of the nonzero gradients become 0
 constexpr double kNearZeroShare = 0.01;     // with a scale, at most 1% do
 constexpr double kLossTolerance = 0.05;     // fp16 + GradScaler ends within 5% of fp32's final loss
 constexpr double kWorseFactor = 1.5;        // fp16 without scaling ends at least 1.5x fp32's final loss
 
-std::string pow2(double v) { return fmt::format("2^{:g}", std::log2(v)); }
+// ---- The AMP code ------------------------------------------------------------------------------------
 
-lab::Report run(const lab::Context& ctx) {
-  const torch::ScalarType half = torch::kHalf;
-  lab::Report r("loss-scaling", "Loss scaling rescues fp16 gradients from underflow");
-  r.note("dtypes: fp32 master weights, fp16 autocast forward and gradients, float64 reference");
-  uf::ProblemOptions opts;
-  if (ctx.flip) {
-    opts.loss_multiplier = static_cast<double>(opts.batch * opts.outputs);
-    r.note(fmt::format("FLIP: loss summed over {} outputs, not averaged: gradients {}x larger, Adam steps unchanged",
-                       opts.batch * opts.outputs, pow2(opts.loss_multiplier)));
+// The forward pass and the loss under fp16 autocast: the Linears run in fp16, mse_loss in fp32.
+// dtype kFloat: autocast off, plain fp32.
+torch::Tensor loss_of(torch::nn::Sequential& model, torch::nn::MSELoss& mse, torch::ScalarType dtype,
+                      const torch::Tensor& x, const torch::Tensor& y) {
+  amp::Autocast autocast(x.device(), torch::kHalf, /*enabled=*/dtype == torch::kHalf);
+  return mse(model->forward(x), y);
+}
+
+// One step with fp32 master weights (the model's parameters stay fp32) and loss scaling. With the scaler
+// disabled every scaler call passes through: fp16 without scaling. Returns whether the optimizer stepped.
+bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                torch::nn::MSELoss& mse, torch::ScalarType dtype, const torch::Tensor& x,
+                const torch::Tensor& y) {
+  opt.zero_grad();
+  const torch::Tensor loss = loss_of(model, mse, dtype, x, y);
+  scaler.scale(loss).backward();          // backward from loss x scale: the gradients move up by the scale
+  const bool stepped = scaler.step(opt);  // unscales in fp32 (divides by the scale); skips on inf/NaN
+  // Halves the scale after an overflow; doubles it after growth_interval clean steps.
+  scaler.update();
+  return stepped;
+}
+
+// ---- measure -----------------------------------------------------------------------------------------
+
+// Step 0's activation gradients under fp16 autocast, the loss multiplied by `scale` before backward (1: no
+// scaling) and the gradients divided by it again, in float64.
+torch::Tensor fp16_grads(const uf::Problem& p, torch::nn::MSELoss& mse, double scale) {
+  torch::nn::Sequential model = uf::copy_of(p.student);
+  std::vector<torch::Tensor> outputs;
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(p.x.device(), torch::kHalf);
+    loss = mse(uf::forward_keeping(model, p.x, &outputs), p.y);
   }
-  const uf::Problem problem = uf::make_problem(opts, ctx.device);
-  // Why the gradients are small: the problem is built so (src/lab/underflow.h), as in the paper's detection nets.
-  if (!ctx.flip)
-    r.note(fmt::format("the gradients here are small by construction: targets with std {}, the MSE averaged over {} "
-                       "outputs (each gradient is 2 x residual / {}), an output layer initialised at {} of the default",
-                       opts.target_std, opts.batch * opts.outputs, opts.batch * opts.outputs,
-                       lab::percent(opts.output_init, 0)));
+  (loss * scale).backward();
+  return uf::grads_of(outputs, scale);
+}
 
-  // 1-2. The first step's activation gradients: the float64 reference, then fp16 with three scales.
-  r.section(fmt::format("Activation gradients at step 0 ({} values)", problem.x.size(0) * (2 * opts.hidden + opts.outputs)));
-  const torch::Tensor ref = uf::activation_grads(problem.init, problem, /*autocast_dtype=*/std::nullopt);
-  r.chart(lab::log2_histogram("|gradient| in float64, by power of two", ref, /*lo=*/-39, /*hi=*/16, /*step=*/5,
-                              {{-25, "fp16 rounds |x| <= 2^-25 to 0, (2^-25,2^-24) up to 2^-24"},
-                               {-24, "fp16 subnormals from 2^-24 (smallest): kept, with fewer bits"},
-                               {-19, "fp16 subnormals up to 2^-14: kept, with fewer bits"},
-                               {-14, "fp16 smallest normal 2^-14"},
-                               {15, "fp16 largest 65504 (~2^16)"}}));
-  const double zeroed_none = uf::zeroed_share(ref, uf::activation_grads(problem.init, problem, half, /*scale=*/1.0));
-  const double zeroed_fixed = uf::zeroed_share(ref, uf::activation_grads(problem.init, problem, half, kFixedScale));
-  amp::GradScaler probe(ctx.device);  // PyTorch's defaults: starts at 2^16
-  const double zeroed_scaler = uf::zeroed_share(ref, uf::activation_grads(problem.init, problem, half, probe));
-  r.observe("underflow_share_unscaled", "fp16 zeroed, no scaling", 100 * zeroed_none, "%");
-  r.observe("underflow_share_fixed", "fp16 zeroed, fixed scale " + pow2(kFixedScale), 100 * zeroed_fixed, "%");
-  r.observe("underflow_share_scaler", "fp16 zeroed, GradScaler at " + pow2(probe.get_scale()), 100 * zeroed_scaler, "%");
+struct Run {
+  std::vector<double> scale;     // per step, the loss scale it used (1: scaler disabled)
+  std::vector<bool> stepped;     // per step, what scaler.step() returned
+  std::vector<bool> overflowed;  // per step, checked apart from the scaler: an inf/NaN gradient
+  double final_loss = 0;         // float64 MSE of the trained model
+  int64_t skipped() const { return static_cast<int64_t>(std::count(stepped.begin(), stepped.end(), false)); }
+};
 
-  // 3. Dynamic scaling: start too high, overflow and skip, back off, grow again.
-  const int64_t demo_steps = ctx.size(kDemoSteps, kDemoSteps, kDemoStepsQuick);
-  r.section(fmt::format("Dynamic scaling: GradScaler from {}, growth_interval {}, {} steps", pow2(kDemoInitScale),
-                        kDemoGrowthInterval, demo_steps));
-  const uf::TrainResult demo = uf::train(
-      problem, {.autocast = half,
-                .scaler = amp::GradScalerOptions{.init_scale = kDemoInitScale, .growth_interval = kDemoGrowthInterval},
-                .steps = demo_steps, .lr = kLearningRate});
-  r.chart(lab::sparkline("loss scale at each step (log2)", demo.scale, /*log2_scale=*/true));
-  int64_t overflowed = 0, regrowths = 0;
-  for (size_t i = 0; i < demo.scale.size(); ++i) {
-    overflowed += demo.overflowed[i];
-    if (i > 0 && demo.scale[i] > demo.scale[i - 1]) ++regrowths;
+Run train(const uf::Problem& p, torch::nn::MSELoss& mse, torch::ScalarType dtype,
+          const amp::GradScalerOptions& scaling, int64_t steps) {
+  torch::nn::Sequential model = uf::copy_of(p.student);
+  torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(kLearningRate));
+  amp::GradScaler scaler(p.x.device(), scaling);
+  Run run;
+  for (int64_t s = 0; s < steps; ++s) {
+    run.scale.push_back(scaler.get_scale());
+    run.stepped.push_back(train_step(model, opt, scaler, mse, dtype, p.x, p.y));
+    run.overflowed.push_back(!uf::grads_finite(model));  // the gradients the step left (unscaled)
   }
-  r.observe("skipped_steps", "steps skipped by scaler.step()", static_cast<double>(demo.skipped()), "",
-            fmt::format("{} of {}; {} had inf/NaN grads; the scale grew {} times", demo.skipped(), demo_steps,
-                        overflowed, regrowths));
+  run.final_loss = uf::eval_loss(model, p);
+  return run;
+}
 
-  // 4. Training: fp32, fp16 without scaling, fp16 with a GradScaler.
-  const int64_t steps = ctx.size(kTrainSteps, kTrainSteps, kTrainStepsQuick);
-  r.section(fmt::format("Training, {} Adam steps (lr {}), final MSE in float64", steps, kLearningRate));
-  const uf::TrainResult fp32 = uf::train(problem, {.autocast = std::nullopt, .scaler = std::nullopt,
-                                                   .steps = steps, .lr = kLearningRate});
-  const uf::TrainResult none = uf::train(problem, {.autocast = half, .scaler = std::nullopt,
-                                                   .steps = steps, .lr = kLearningRate});
-  const uf::TrainResult scaled = uf::train(
-      problem, {.autocast = half, .scaler = amp::GradScalerOptions{.growth_interval = kScalerGrowthInterval},
-                .steps = steps, .lr = kLearningRate});
-  const double ratio_none = none.final_loss / fp32.final_loss;
-  const double ratio_scaled = scaled.final_loss / fp32.final_loss;
-  r.observe("final_loss_fp32", "fp32", fp32.final_loss, "", lab::sci(fp32.final_loss));
+struct Result {
+  lab::Context ctx;
+  uf::ProblemOptions problem;
+  int64_t reduced_over = 0;  // the outputs the MSE averages (--flip: sums) over
+  torch::Tensor reference;   // step 0's activation gradients, float64
+  double zeroed_none = 0, zeroed_fixed = 0, zeroed_scaler = 0;
+  double scaler_init = 0;  // a GradScaler's initial scale
+  int64_t steps = 0;
+  Run fp32, unscaled, scaled, demo;
+  float half_sub_in_fp16 = 0, three_e8_in_fp16 = 0;  // 2^-25 and 3e-8 stored in fp16
+};
+
+Result measure(const lab::Context& ctx) {
+  Result m{.ctx = ctx, .steps = ctx.size(kTrainSteps, kTrainSteps, kTrainStepsQuick)};
+  const uf::Problem p = uf::make_problem(m.problem, ctx.device);
+  m.reduced_over = p.y.numel();
+  torch::nn::MSELossOptions mean_or_sum;  // the MSE averaged over the outputs; --flip: summed
+  if (ctx.flip) mean_or_sum.reduction(torch::kSum);
+  torch::nn::MSELoss mse(mean_or_sum);
+  m.reference = uf::reference_grads(p, mse);
+  m.scaler_init = amp::GradScalerOptions{}.init_scale;
+  m.zeroed_none = uf::zeroed_share(m.reference, fp16_grads(p, mse, 1.0));
+  m.zeroed_fixed = uf::zeroed_share(m.reference, fp16_grads(p, mse, kFixedScale));
+  m.zeroed_scaler = uf::zeroed_share(m.reference, fp16_grads(p, mse, m.scaler_init));
+
+  const amp::GradScalerOptions off{.enabled = false}, on{.growth_interval = kGrowthInterval};
+  m.fp32 = train(p, mse, torch::kFloat, off, m.steps);
+  m.unscaled = train(p, mse, torch::kHalf, off, m.steps);
+  m.scaled = train(p, mse, torch::kHalf, on, m.steps);
+  m.demo = train(p, mse, torch::kHalf, {.init_scale = kDemoInitScale, .growth_interval = kDemoGrowthInterval},
+                 ctx.size(kDemoSteps, kDemoSteps, kDemoStepsQuick));
+
+  const auto in_fp16 = torch::tensor({0x1p-25f, 3e-8f}, torch::device(ctx.device)).to(torch::kHalf).cpu();
+  m.half_sub_in_fp16 = in_fp16[0].item<float>();
+  m.three_e8_in_fp16 = in_fp16[1].item<float>();
+  return m;
+}
+
+// ---- report ------------------------------------------------------------------------------------------
+
+std::string pow2(double v) {
+  return fmt::format("2^{:g}", std::log2(v));
+}
+std::string show(double v) {
+  return v == 0 ? "0" : lab::sci(v);
+}
+
+void report_problem(const Result& m, lab::Report& r) {
+  r.note("dtypes: fp32 master weights, fp16 autocast, float64 reference");
+  if (m.ctx.flip) {
+    r.note(fmt::format("FLIP: the MSE is summed over {} outputs, not averaged: gradients {}x larger",
+                       m.reduced_over, m.reduced_over));
+    return;
+  }
+  r.note(fmt::format("small by construction: targets of std {}, an MSE averaged over {}",
+                     m.problem.target_std, m.reduced_over));
+  r.note(fmt::format("outputs, an output layer at {} of the default init",
+                     lab::percent(m.problem.output_init, 0)));
+}
+
+void report_gradients(const Result& m, lab::Report& r) {
+  using L = std::numeric_limits<c10::Half>;
+  r.section(fmt::format("Activation gradients at step 0 ({} values)", m.reference.numel()));
+  r.chart(lab::log2_histogram("|gradient| in float64, by power of two", m.reference, /*lo=*/-34, /*hi=*/16,
+                              /*step=*/5,
+                              {{-25, "fp16: 0 at <= 2^-25"},
+                               {-24, "min subnormal 2^-24"},
+                               {-19, "subnormals: fewer bits"},
+                               {-14, "fp16 min normal 2^-14"},
+                               {15, fmt::format("fp16 max {:g}", static_cast<float>(L::max()))}},
+                              /*bar_width=*/24));
+  r.observe("underflow_share_unscaled", "fp16 zeroed, no scaling", 100 * m.zeroed_none, "%");
+  r.observe("underflow_share_fixed", "fp16 zeroed, fixed scale " + pow2(kFixedScale), 100 * m.zeroed_fixed,
+            "%");
+  r.observe("underflow_share_scaler", "fp16 zeroed, GradScaler at " + pow2(m.scaler_init),
+            100 * m.zeroed_scaler, "%");
+}
+
+void report_training(const Result& m, lab::Report& r) {
+  r.section(
+      fmt::format("Training, {} Adam steps (lr {}): final MSE in float64, x fp32's", m.steps, kLearningRate));
+  r.note(fmt::format("GradScaler: init_scale {}, growth_interval {} (PyTorch's default: {})",
+                     pow2(m.scaler_init), kGrowthInterval, amp::GradScalerOptions{}.growth_interval));
+  const double ratio_none = m.unscaled.final_loss / m.fp32.final_loss;
+  const double ratio_scaled = m.scaled.final_loss / m.fp32.final_loss;
+  r.observe("final_loss_fp32", "fp32", m.fp32.final_loss, "", lab::sci(m.fp32.final_loss));
   r.observe("loss_ratio_unscaled", "fp16, no scaling", ratio_none, "x",
-            fmt::format("{:.2f}x fp32  ({})", ratio_none, lab::sci(none.final_loss)));
+            fmt::format("{:.2f}x  ({})", ratio_none, lab::sci(m.unscaled.final_loss)));
   r.observe("loss_ratio_scaler", "fp16 + GradScaler", ratio_scaled, "x",
-            fmt::format("{:.2f}x fp32  ({}; steps skipped: {}; scale ended at {})", ratio_scaled,
-                        lab::sci(scaled.final_loss), scaled.skipped(), pow2(scaled.scale.back())));
+            fmt::format("{:.2f}x  ({}; {} skipped; last scale {})", ratio_scaled,
+                        lab::sci(m.scaled.final_loss), m.scaled.skipped(), pow2(m.scaled.scale.back())));
+}
 
-  r.check("fp16 flushes a substantial share of the gradients to zero without scaling, almost none with it",
-          zeroed_none >= kSubstantialShare && zeroed_fixed <= kNearZeroShare && zeroed_scaler <= kNearZeroShare,
+int64_t regrowths(const Run& run) {
+  int64_t n = 0;
+  for (size_t i = 1; i < run.scale.size(); ++i) n += run.scale[i] > run.scale[i - 1];
+  return n;
+}
+
+void report_details(const Result& m, lab::Report& r) {
+  using L = std::numeric_limits<c10::Half>;
+  r.detail_section("fp16's lower end (std::numeric_limits and casts)");
+  r.observe("fp16_min_subnormal", "fp16 smallest subnormal", static_cast<float>(L::denorm_min()), "",
+            lab::sci(static_cast<float>(L::denorm_min())));
+  r.observe("fp16_min_normal", "fp16 smallest normal", static_cast<float>(L::min()), "",
+            lab::sci(static_cast<float>(L::min())));
+  r.observe("half_sub_as_fp16", fmt::format("2^-25 ({}) stored as fp16", lab::sci(0x1p-25)),
+            m.half_sub_in_fp16, "", show(m.half_sub_in_fp16));
+  r.observe("three_e8_as_fp16", "3e-08 stored as fp16", m.three_e8_in_fp16, "", show(m.three_e8_in_fp16));
+
+  r.detail_section("The loss and the scales at step 0");
+  r.observe("mse_outputs", m.ctx.flip ? "outputs the MSE sums over" : "outputs the MSE averages over",
+            static_cast<double>(m.reduced_over));
+  if (!m.ctx.flip) r.note(fmt::format("each gradient of that MSE is 2 x residual / {}", m.reduced_over));
+  r.observe("fixed_scale", "the fixed loss scale", kFixedScale, "", pow2(kFixedScale));
+  r.observe("init_scale", "GradScaler's default init_scale", m.scaler_init, "", pow2(m.scaler_init));
+
+  const Run& d = m.demo;
+  r.detail_section(fmt::format("Dynamic scaling: a GradScaler from {}, growth_interval {}, {} steps",
+                               pow2(kDemoInitScale), kDemoGrowthInterval, d.scale.size()));
+  r.chart(lab::sparkline("loss scale at each step (log2)", d.scale, /*log2_scale=*/true));
+  const auto overflowed = std::count(d.overflowed.begin(), d.overflowed.end(), true);
+  r.observe("skipped_steps", "steps skipped by scaler.step()", static_cast<double>(d.skipped()), "",
+            fmt::format("{} of {}; {} had inf/NaN gradients; the scale grew {} times", d.skipped(),
+                        d.scale.size(), overflowed, regrowths(d)));
+}
+
+void report_checks(const Result& m, lab::Report& r) {
+  const double ratio_none = m.unscaled.final_loss / m.fp32.final_loss;
+  const double ratio_scaled = m.scaled.final_loss / m.fp32.final_loss;
+  r.check("scaling-rescues-gradients",
+          "fp16 turns a substantial share of the gradients into zero without scaling, almost none with it",
+          m.zeroed_none >= kSubstantialShare && m.zeroed_fixed <= kNearZeroShare &&
+              m.zeroed_scaler <= kNearZeroShare,
           fmt::format("zeroed: {} unscaled (need >= {}); {} fixed, {} GradScaler (need <= {})",
-                      lab::percent(zeroed_none), lab::percent(kSubstantialShare, 0), lab::percent(zeroed_fixed, 2),
-                      lab::percent(zeroed_scaler, 2), lab::percent(kNearZeroShare, 0)));
-  r.check("the scaler skipped exactly the steps whose scaled gradients overflowed, then grew the scale again",
-          demo.skipped() > 0 && demo.skipped_exactly_overflowed() && regrowths > 0,
-          fmt::format("{} skipped, {} overflowed (isfinite on the grads before step), same steps: {}; {} regrowths",
-                      demo.skipped(), overflowed, demo.skipped_exactly_overflowed() ? "yes" : "no", regrowths));
-  r.check(fmt::format("fp16 + GradScaler reaches fp32's final loss within {}", lab::percent(kLossTolerance, 0)),
-          std::abs(ratio_scaled - 1) <= kLossTolerance, fmt::format("{:.3f}x fp32", ratio_scaled));
-  r.check(fmt::format("fp16 without scaling ends at least {}x above fp32's final loss", kWorseFactor),
+                      lab::percent(m.zeroed_none), lab::percent(kSubstantialShare, 0),
+                      lab::percent(m.zeroed_fixed, 2), lab::percent(m.zeroed_scaler, 2),
+                      lab::percent(kNearZeroShare, 0)));
+  const Run& d = m.demo;
+  const bool same_steps = d.stepped.size() == d.overflowed.size() &&
+                          std::equal(d.stepped.begin(), d.stepped.end(), d.overflowed.begin(),
+                                     [](bool stepped, bool overflowed) { return stepped != overflowed; });
+  r.check("skips-exactly-overflows",
+          "the scaler skipped exactly the steps whose gradients overflowed, then grew the scale again",
+          d.skipped() > 0 && same_steps && regrowths(d) > 0,
+          fmt::format("{} skipped, {} overflowed (isfinite on the gradients), same steps: {}; {} regrowths",
+                      d.skipped(), std::count(d.overflowed.begin(), d.overflowed.end(), true),
+                      same_steps ? "yes" : "no", regrowths(d)));
+  r.check(
+      "scaler-matches-fp32",
+      fmt::format("fp16 + GradScaler reaches fp32's final loss within {}", lab::percent(kLossTolerance, 0)),
+      std::abs(ratio_scaled - 1) <= kLossTolerance, fmt::format("{:.3f}x fp32", ratio_scaled));
+  r.check("unscaled-fp16-worse",
+          fmt::format("fp16 without scaling ends at least {}x above fp32's final loss", kWorseFactor),
           ratio_none >= kWorseFactor, fmt::format("{:.2f}x fp32", ratio_none));
-  return r;
+  r.takeaway(
+      "multiplying the loss by a scale moves every gradient up by that factor, into fp16's range; unscaling "
+      "in fp32 before the step undoes it, and a GradScaler picks the scale itself");
+}
+
+void report(const Result& m, lab::Report& r) {
+  report_problem(m, r);
+  report_gradients(m, r);
+  report_training(m, r);
+  report_details(m, r);
+  report_checks(m, r);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("loss-scaling", /*question=*/2, "Loss scaling rescues fp16 gradients from underflow",
-                 /*heading=*/"Small fp16 gradients, with and without a loss scale", run,
-                 /*provides=*/{"underflow_share_unscaled", "underflow_share_fixed", "underflow_share_scaler",
-                               "skipped_steps", "final_loss_fp32", "loss_ratio_unscaled", "loss_ratio_scaler"});
+AMP_LAB(measure, report);

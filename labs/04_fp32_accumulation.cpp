@@ -1,227 +1,393 @@
-// Lab 04: why partial sums are accumulated in FP32.
+// Lab 04: how long sums of fp16 products are accumulated, and what the accumulator's format costs (quiz
+// question 4).
 //
-// Backs quiz question 4 ("how are partial sums commonly accumulated?"). Tensor Core matmuls multiply
-// 16-bit inputs but add the products into an fp32 accumulator. This lab computes the same dot products
-// of fp16 inputs, of growing length K, three ways and compares each with a float64 reference computed
-// from the original fp32 inputs:
-//   (a) fp16 accumulation, emulated: a running sum rounded to fp16 after every single add (the worst case);
-//   (a') blocked fp16 accumulation, as kernels with an fp16 accumulator do it: fp16 partial sums of a
-//        block of 32 products, each then added to an fp16 running sum (K/32 roundings of the large sum);
-//   (b) fp32 accumulation of the same fp16 inputs (result stored as fp16, as a fp16 matmul returns it);
-//   (c) the library's fp16 matmul, at::matmul on fp16 tensors on the device.
-// (a)'s error grows with K until the sum stalls: once half an fp16 step of the running sum exceeds a
-// product, adding it changes nothing. A running fp16 sum of 0.01s stops at 32. (b) and (c) only carry
-// the rounding of inputs and of the stored result. On CUDA the lab also switches cuBLAS to fp16
-// accumulation (setAllowFP16AccumulationCuBLAS, LibTorch >= 2.7) for (c), and restores the setting.
+// Tensor Core GEMMs commonly multiply 16-bit inputs and add the products into an FP32 accumulator. It is
+// common, not universal: Tensor Cores also support FP16 accumulators (PyTorch: allow_fp16_accumulation,
+// off by default), and cuBLAS may add split-K partial sums in FP16 (allow_fp16_reduced_precision_reduction,
+// on by default). The lab computes 256 dot products (64 in --quick mode) of fp16 inputs, of length
+// K = 256 ... 65536, four ways, each against float64 computed from the fp32 values before rounding:
+//   (a)  a running sum rounded to fp16 after every add (fp16 accumulation at its worst);
+//   (a') fp16 partial sums of 32 products, each added to an fp16 running sum (blocked fp16 accumulation);
+//   (b)  the same running sum kept in fp32, the result stored as fp16;
+//   (c)  at::matmul on fp16 tensors: this device's own kernel, which the report names (CPU: oneDNN's or
+//        ATen's fp16 gemm; CUDA: cuBLAS, measured again with each of its two fp16 switches flipped).
+// Then a running fp16 sum of 0.01s, which stops at 32: there half an fp16 step is larger than 0.01.
 //
-// Run alone:  build/bin/lab04_fp32_accumulation [--device cpu|cuda] [--quick] [--flip]
-// The inputs are fp16 whatever --dtype says (bf16 inputs would only add rounding; the point is the sum).
-// --flip: (b) and the "fp32" sum of 0.01s accumulate in fp16 as well, so the checks that fp32
-//         accumulation is far more accurate (than sequential and than blocked fp16) must FAIL.
-
+// Run:  build/bin/lab04_fp32_accumulation [--device cpu|cuda] [--quick] [--seed N] [--json]
+//       (the inputs are fp16 whatever --dtype says: bf16 inputs would only add rounding)
+// --flip: (b) and the "fp32" sum of 0.01s accumulate in fp16 too. Then matmul-matches-fp32-sum,
+//         fp32-sum-far-more-accurate, blocked-fp16-in-between and fp16-sum-stalls fail;
+//         fp16-error-grows (about (a) alone) still holds.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include <ATen/Context.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include "lab/hardware.h"
 #include "lab/registry.h"
-
-// cuBLAS fp16 accumulation switch: at::Context has it since PyTorch 2.7.
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
-#define AMP_LAB_HAS_FP16_ACCUMULATION_SWITCH 1
-#else
-#define AMP_LAB_HAS_FP16_ACCUMULATION_SWITCH 0
-#endif
 
 namespace {
 
-constexpr int64_t kKMin = 256;           // shortest dot product; K doubles from here
-constexpr int64_t kKMaxCpu = 65536;      // longest dot product on a CPU (default mode)
-constexpr int64_t kKMaxCuda = 65536;     // the same on a GPU; the loop is launch-bound, not FLOP-bound
-constexpr int64_t kKMaxQuick = 4096;     // quick mode (tests): about a second
-constexpr int64_t kSide = 16;            // the matmul is [kSide, K] x [K, kSide]: 256 dot products
-constexpr int64_t kSideQuick = 8;        // 64 dot products in quick mode
-constexpr int64_t kBlock = 32;           // (a') products per fp16 partial sum (kKMin is a multiple of it)
-constexpr double kStallTerm = 0.01;      // the term summed in the stall demo
-constexpr int64_t kStallSteps = 10000;   // exact sum about 100; fp16 stalls at 32 after ~2600 adds (cheap: all modes)
-constexpr int64_t kStallProbe = 100;     // read the fp16 sum every this many adds to see when it stops moving
+constexpr int64_t kKMin = 256;         // shortest dot product; K doubles from here
+constexpr int64_t kKMax = 65536;       // longest dot product (default mode, CPU and CUDA)
+constexpr int64_t kKMaxQuick = 4096;   // longest in --quick mode
+constexpr int64_t kSide = 16;          // [kSide, K] x [K, kSide]: 256 dot products
+constexpr int64_t kSideQuick = 8;      // 64 dot products in --quick mode
+constexpr int64_t kBlock = 32;         // (a') products per fp16 partial sum (kKMin is a multiple of it)
+constexpr double kStallTerm = 0.01;    // the term of the running sum that stalls
+constexpr int64_t kStallAdds = 10000;  // exact sum about 100; fp16 stops at 32 after about 2600 adds
+constexpr int64_t kStallProbe = 100;   // read the fp16 sum every this many adds, to see when it stops
 // Check thresholds.
-constexpr double kMatchFactor = 1.5;     // (c) within this factor of (b) at every K counts as "matches"
-constexpr double kFarBelow = 5.0;        // (a) at least this many times the error of (b) and (c) at every K...
+constexpr double kMatchFactor = 1.5;  // (c) within this factor of (b) at every K: "matches"
+constexpr double kFarBelow = 5.0;     // (a) at least this many times (b)'s and (c)'s error at every K...
 constexpr double kFarBelowLongest = 100.0;  // ...and this many times at the longest K
-constexpr double kBlockedWorse = 3.0;    // (a') at least this many times (b)'s error at the longest K
-constexpr double kGrowth = 5.0;          // (a)'s error at the longest K over that at K = 256
-constexpr double kStallShare = 0.5;      // the fp16 sum of 0.01s ends below this share of the exact sum
-constexpr double kFp32SumTol = 1e-3;     // the fp32 sum of 0.01s ends within this relative error
+constexpr double kBlockedWorse = 3.0;       // (a') at least this many times (b)'s error at the longest K
+constexpr double kGrowth = 5.0;             // (a)'s error at the longest K over that at the shortest
+constexpr double kStallShare = 0.5;         // the fp16 sum of 0.01s ends below this share of the exact sum
+constexpr double kFp32SumTol = 1e-3;        // the fp32 sum of 0.01s ends within this relative error
+
+// ---- The AMP code ------------------------------------------------------------------------------------
+
+// Running sums of the rows of `products` ([K, n]: the terms of n dot products), kept in `acc` and read at
+// each length in `at` (ascending). add_ adds in fp32 and rounds the sum to `acc` when it stores it: one
+// rounding per add in fp16. A product of two fp16 values has at most 22 significant bits, exact in fp32.
+std::vector<torch::Tensor> running_sums(const torch::Tensor& products, torch::ScalarType acc,
+                                        const std::vector<int64_t>& at) {
+  torch::Tensor sum = torch::zeros({products.size(1)}, products.options().dtype(acc));
+  std::vector<torch::Tensor> out;
+  for (int64_t k = 1; k <= at.back(); ++k) {
+    sum.add_(products[k - 1]);
+    if (k == at[out.size()]) out.push_back(sum.clone());
+  }
+  return out;
+}
+
+// Blocked fp16 accumulation, as kernels with an fp16 accumulator work: fp16 partial sums of kBlock
+// products, each added to an fp16 running sum (K / kBlock roundings of the large sum instead of K).
+std::vector<torch::Tensor> blocked_fp16_sums(const torch::Tensor& products, const std::vector<int64_t>& at) {
+  torch::Tensor block = torch::zeros({products.size(1)}, products.options().dtype(torch::kHalf));
+  torch::Tensor sum = torch::zeros_like(block);
+  std::vector<torch::Tensor> out;
+  for (int64_t k = 1; k <= at.back(); ++k) {
+    block.add_(products[k - 1]);
+    if (k % kBlock == 0) {
+      sum.add_(block);
+      block.zero_();
+    }
+    if (k == at[out.size()]) out.push_back(sum.clone());
+  }
+  return out;
+}
+
+// cuBLAS's two switches for fp16 GEMMs, set for one scope and restored after: PyTorch's
+// torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction (default true: split-K partial sums
+// may be added in fp16) and allow_fp16_accumulation (default false; true: an fp16 accumulator, LibTorch
+// 2.7+). They change CUDA GEMMs only.
+class CublasFp16Switches {
+ public:
+  CublasFp16Switches(bool reduced_precision_reduction, bool fp16_accumulation) {
+    auto& g = at::globalContext();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
+    const at::CuBLASReductionOption r = g.allowFP16ReductionCuBLAS();  // an enum since 2.10
+    reduced_before_ = r == at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK;
+    splitk_before_ = r != at::CuBLASReductionOption::DisallowReducedPrecisionDisallowSplitK;
+    g.setAllowFP16ReductionCuBLAS(reduced_precision_reduction, splitk_before_);
+#else
+    reduced_before_ = g.allowFP16ReductionCuBLAS();
+    g.setAllowFP16ReductionCuBLAS(reduced_precision_reduction);
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
+    fp16_acc_before_ = g.allowFP16AccumulationCuBLAS();
+    g.setAllowFP16AccumulationCuBLAS(fp16_accumulation);
+#else
+    (void)fp16_accumulation;
+#endif
+  }
+  ~CublasFp16Switches() {
+    auto& g = at::globalContext();
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
+    g.setAllowFP16ReductionCuBLAS(reduced_before_, splitk_before_);
+#else
+    g.setAllowFP16ReductionCuBLAS(reduced_before_);
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
+    g.setAllowFP16AccumulationCuBLAS(fp16_acc_before_);
+#endif
+  }
+  CublasFp16Switches(const CublasFp16Switches&) = delete;
+  CublasFp16Switches& operator=(const CublasFp16Switches&) = delete;
+
+ private:
+  bool reduced_before_ = true, splitk_before_ = true, fp16_acc_before_ = false;
+};
+
+// ---- measure: four ways to sum, at every K, against float64; then the running sum of 0.01s ---------------
+
+// Whether this LibTorch can switch cuBLAS to an fp16 accumulator.
+constexpr bool kHasFp16AccumulationSwitch = TORCH_VERSION_MAJOR > 2 ||
+                                            (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7);
+
+struct Row {
+  int64_t k = 0;
+  double fp16 = 0, blocked = 0, fp32 = 0, matmul = 0;      // mean relative errors of (a), (a'), (b), (c)
+  double sum_share = 0;                                    // (a)'s sum over the exact sum
+  double cublas_fp32_reduce = NAN, cublas_fp16_acc = NAN;  // CUDA: (c) with one switch flipped each
+};
+
+struct Result {
+  lab::Context ctx;
+  int64_t side = 0;
+  torch::ScalarType acc_b = torch::kFloat;  // (b)'s accumulator: fp16 under --flip
+  lab::MatmulKernel kernel;
+  std::vector<Row> rows;
+  bool cublas_measured = false;
+  std::string cublas_note;  // what the cuBLAS switches showed, or why they were not measured
+  double stall_fp16 = 0, stall_b = 0, stall_exact = 0;
+  int64_t stall_last_change = 0;  // the last probe at which the fp16 sum still moved
+};
 
 // Mean relative error of `x` against the float64 reference `ref` (both flat, same length).
 double rel_err(const torch::Tensor& x, const torch::Tensor& ref) {
   return ((x.to(torch::kDouble) - ref).abs() / ref.abs()).mean().item<double>();
 }
 
-// "1.00x", "13.5x", "4463x": a ratio, rounded to what a reader can take in.
-std::string times(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, x < 10 ? "%.2fx" : x < 100 ? "%.1fx" : "%.0fx", x);
-  return buf;
-}
-
-struct Row {
-  int64_t k;
-  double fp16_acc, fp32_acc, matmul, cublas_fp16acc, fp16_share, blocked;
-};
-
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("fp32-accumulation", "FP32 accumulation keeps long sums accurate; FP16 accumulation drifts and stalls");
-  const int64_t k_max = ctx.size(kKMaxCpu, kKMaxCuda, kKMaxQuick);
-  const int64_t side = ctx.quick ? kSideQuick : kSide;
-  // --flip: the "fp32" accumulator is fp16, so the cause of (b)'s accuracy is removed.
-  const torch::ScalarType acc_b = ctx.flip ? torch::kHalf : torch::kFloat;
+std::vector<Row> sum_four_ways(const lab::Context& ctx, int64_t side, int64_t k_max,
+                               torch::ScalarType acc_b) {
   const auto opts = torch::TensorOptions().device(ctx.device);
-  r.note("dtypes: inputs fp16 (rounded from fp32 uniform [0,1)); accumulators (a) fp16, (b) " + lab::short_name(acc_b) +
-         "; (b), (c) results stored as fp16; reference fp64");
-  if (ctx.flip) r.note("--flip: (b) and the fp32 sum of 0.01s accumulate in fp16, like (a)");
-
-  // Inputs: fp32 values, rounded once to fp16. Products of two fp16 values have at most 22 significant
-  // bits, so they are exact in fp32; each step of (a) then rounds only the running sum.
-  const auto a = torch::rand({side, k_max}, opts), b = torch::rand({k_max, side}, opts);
-  const auto a16 = a.to(torch::kHalf), b16 = b.to(torch::kHalf);
-  const auto products = (a16.to(torch::kFloat).t().unsqueeze(/*dim=*/2) * b16.to(torch::kFloat).unsqueeze(/*dim=*/1))
-                            .reshape({k_max, side * side});
-  const auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
-
-  auto acc16 = torch::zeros({side * side}, opts.dtype(torch::kHalf));  // (a)
-  auto acc32 = torch::zeros({side * side}, opts.dtype(acc_b));         // (b)
-  auto block = torch::zeros({side * side}, opts.dtype(torch::kHalf));  // (a') the current block's partial sums
-  auto blocked = torch::zeros({side * side}, opts.dtype(torch::kHalf));  // (a') the running sum of blocks
+  // fp32 uniform [0, 1), rounded once to fp16; the float64 reference is computed from the fp32 values, so
+  // (b) and (c) carry the rounding of the inputs and of the result, and no more.
+  const torch::Tensor a = torch::rand({side, k_max}, opts), b = torch::rand({k_max, side}, opts);
+  const torch::Tensor a16 = a.to(torch::kHalf), b16 = b.to(torch::kHalf);
+  const torch::Tensor a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
+  const torch::Tensor products = (a16.to(torch::kFloat).t().unsqueeze(2) * b16.to(torch::kFloat).unsqueeze(1))
+                                     .reshape({k_max, side * side});
+  std::vector<int64_t> at;
+  for (int64_t k = kKMin; k <= k_max; k *= 2) at.push_back(k);
+  const auto fp16 = running_sums(products, torch::kHalf, at), fp32 = running_sums(products, acc_b, at);
+  const auto blocked = blocked_fp16_sums(products, at);
   std::vector<Row> rows;
-  bool cublas_switch = false;
-  for (int64_t k = 1, next = kKMin; k <= k_max; ++k) {
-    const auto p = products[k - 1];
-    acc16.add_(p);  // computed in fp32, rounded to fp16 on store: one rounding per add
-    acc32.add_(p);
-    block.add_(p);
-    if (k % kBlock == 0) {  // a block is complete: add its partial sum to the fp16 running sum
-      blocked.add_(block);
-      block.zero_();
+  for (size_t i = 0; i < at.size(); ++i) {
+    const int64_t k = at[i];
+    const torch::Tensor ak = a16.slice(1, 0, k), bk = b16.slice(0, 0, k);
+    const torch::Tensor ref = torch::matmul(a64.slice(1, 0, k), b64.slice(0, 0, k)).reshape(-1);
+    Row row{.k = k,
+            .fp16 = rel_err(fp16[i], ref),
+            .blocked = rel_err(blocked[i], ref),
+            .fp32 = rel_err(fp32[i].to(torch::kHalf), ref),  // stored as fp16, as an fp16 matmul returns it
+            .matmul = rel_err(torch::matmul(ak, bk).reshape(-1), ref),
+            .sum_share = (fp16[i].to(torch::kDouble) / ref).mean().item<double>()};
+    if (ctx.cuda()) {
+      {
+        const CublasFp16Switches fp32_reductions(/*reduced_precision_reduction=*/false, false);
+        row.cublas_fp32_reduce = rel_err(torch::matmul(ak, bk).reshape(-1), ref);
+      }
+      if (kHasFp16AccumulationSwitch) {
+        const CublasFp16Switches fp16_accumulator(/*reduced_precision_reduction=*/true, true);
+        row.cublas_fp16_acc = rel_err(torch::matmul(ak, bk).reshape(-1), ref);
+      }
     }
-    if (k != next) continue;
-    next *= 2;
-    const auto ref = torch::matmul(a64.slice(/*dim=*/1, 0, k), b64.slice(/*dim=*/0, 0, k)).reshape(-1);
-    const auto a16k = a16.slice(/*dim=*/1, 0, k), b16k = b16.slice(/*dim=*/0, 0, k);
-    Row row{k, rel_err(acc16, ref), rel_err(acc32.to(torch::kHalf), ref),
-            rel_err(torch::matmul(a16k, b16k).reshape(-1), ref), NAN,
-            (acc16.to(torch::kDouble) / ref).mean().item<double>(), rel_err(blocked, ref)};
-#if AMP_LAB_HAS_FP16_ACCUMULATION_SWITCH
-    if (ctx.cuda()) {  // cuBLAS may accumulate fp16 GEMMs in fp16 when allowed; restore the setting after
-      auto& g = at::globalContext();
-      const bool before = g.allowFP16AccumulationCuBLAS();
-      g.setAllowFP16AccumulationCuBLAS(true);
-      row.cublas_fp16acc = rel_err(torch::matmul(a16k, b16k).reshape(-1), ref);
-      g.setAllowFP16AccumulationCuBLAS(before);
-      cublas_switch = true;
-    }
-#endif
     rows.push_back(row);
   }
+  return rows;
+}
 
-  r.section("Mean relative error of " + std::to_string(side * side) + " dot products vs float64, by length K");
-  std::vector<std::string> cols{"K", "(a) fp16 acc", "(a') fp16 blocks", "(b) " + lab::short_name(acc_b) + " acc", "(c) matmul",
-                                "(a)/(b)", "(a) sum/exact"};
-  if (cublas_switch) cols.push_back("(c) cuBLAS fp16 acc");
-  auto& table = r.table("", cols);
-  for (const Row& row : rows) {
-    std::vector<std::string> cells{std::to_string(row.k), lab::sci(row.fp16_acc, 2), lab::sci(row.blocked, 2),
-                                   lab::sci(row.fp32_acc, 2),
-                                   lab::sci(row.matmul, 2), times(row.fp16_acc / row.fp32_acc),
-                                   lab::percent(row.fp16_share)};
-    if (cublas_switch) cells.push_back(lab::sci(row.cublas_fp16acc, 2));
-    table.row(cells);
-  }
-  if (ctx.cuda() && !cublas_switch) r.note("this LibTorch has no setAllowFP16AccumulationCuBLAS (needs >= 2.7)");
-  const Row &first = rows.front(), &last = rows.back();
-  double match = 1, far = INFINITY;  // worst ratios over K
-  for (const Row& row : rows) {
-    match = std::max(match, std::max(row.matmul / row.fp32_acc, row.fp32_acc / row.matmul));
-    far = std::min(far, row.fp16_acc / std::max(row.fp32_acc, row.matmul));
-  }
-  // What this build's fp16 matmul does is measured, not assumed (CPU kernels and cuBLAS differ).
-  r.note(std::string(ctx.cuda() ? "CUDA (cuBLAS defaults)" : "CPU") + ": (c) / (b) error, worst over K: " + times(match));
-  if (match <= 1.05 && !ctx.flip)
-    r.takeaway(std::string(ctx.cuda() ? "CUDA" : "CPU") + ": this build's fp16 matmul matches fp32 accumulation, so it accumulates in fp32");
-  r.observe("k_max", "longest dot product K", static_cast<double>(k_max), "", std::to_string(k_max));
-  r.observe("err_fp16_acc_kmin", "(a) fp16 accumulation error at K = 256", first.fp16_acc, "", lab::sci(first.fp16_acc));
-  r.observe("err_fp16_acc_kmax", "(a) fp16 accumulation error at the longest K", last.fp16_acc, "", lab::sci(last.fp16_acc));
-  r.observe("err_blocked_kmax", "(a') blocked fp16 acc error at the longest K", last.blocked, "",
-            lab::sci(last.blocked));
-  r.observe("err_fp32_acc_kmax", "(b) " + lab::short_name(acc_b) + " accumulation error at the longest K", last.fp32_acc, "", lab::sci(last.fp32_acc));
-  r.observe("err_matmul_kmax", "(c) fp16 at::matmul error at the longest K", last.matmul, "", lab::sci(last.matmul));
-  const double far_longest = last.fp16_acc / std::max(last.fp32_acc, last.matmul);
-  r.observe("fp16_acc_penalty_kmax", "(a) / worse of (b), (c): at the longest K", far_longest, "x",
-            times(far_longest));
-  r.observe("fp16_sum_share_kmax", "(a) sum / exact sum at the longest K", 100 * last.fp16_share, "%");
-  if (cublas_switch)
-    r.observe("err_cublas_fp16acc_kmax", "(c) with cuBLAS fp16 accumulation, longest K", last.cublas_fp16acc, "",
-              lab::sci(last.cublas_fp16acc));
+Result measure(const lab::Context& ctx) {
+  Result m{.ctx = ctx,
+           .side = ctx.quick ? kSideQuick : kSide,
+           .acc_b = ctx.flip ? torch::kHalf : torch::kFloat,
+           .kernel = lab::matmul_kernel(ctx.device, torch::kHalf)};
+  m.rows = sum_four_ways(ctx, m.side, ctx.quick ? kKMaxQuick : kKMax, m.acc_b);
+  m.cublas_measured = ctx.cuda();
+  if (!ctx.cuda())
+    m.cublas_note = "not measured, since this run is on the CPU and the switches change CUDA GEMMs only";
+  else if (!kHasFp16AccumulationSwitch)
+    m.cublas_note =
+        "fp16 accumulator not measured: this LibTorch has no setAllowFP16AccumulationCuBLAS (2.7+)";
 
-  r.section("A running sum of 0.01s");
-  const int64_t steps = kStallSteps;
-  const auto term = torch::full({1}, kStallTerm, opts).to(torch::kHalf).to(torch::kFloat);  // 0.01 as fp16 holds it
-  auto s16 = torch::zeros({1}, opts.dtype(torch::kHalf)), s32 = torch::zeros({1}, opts.dtype(acc_b));
+  const auto opts = torch::TensorOptions().device(ctx.device);
+  const torch::Tensor term = torch::full({1}, kStallTerm, opts).to(torch::kHalf).to(torch::kFloat);
+  torch::Tensor s16 = torch::zeros({1}, opts.dtype(torch::kHalf)),
+                sb = torch::zeros({1}, opts.dtype(m.acc_b));
   float probed = 0;
-  int64_t last_change = 0;  // the last probe at which the fp16 sum still moved
-  for (int64_t i = 1; i <= steps; ++i) {
+  for (int64_t i = 1; i <= kStallAdds; ++i) {
     s16.add_(term);
-    s32.add_(term);
-    if (i % kStallProbe == 0) {  // probe now and then: item() waits for the device
-      const float now = s16.item<float>();
-      if (now != probed) last_change = i;
-      probed = now;
-    }
+    sb.add_(term);
+    if (i % kStallProbe != 0) continue;  // probe now and then: item() waits for the device
+    const float now = s16.item<float>();
+    if (now != probed) m.stall_last_change = i;
+    probed = now;
   }
-  const double exact = static_cast<double>(steps) * term.item<double>();
-  const double sum16 = s16.item<double>(), sum32 = s32.item<double>();
-  r.observe("stall_sum_fp16", "fp16 sum after " + std::to_string(steps) + " adds (last moved by add " +
-            std::to_string(last_change) + ")", sum16);
-  r.observe("stall_sum_fp32", lab::short_name(acc_b) + " sum of the same terms (exact " + lab::num(exact, 7) + ")", sum32,
-            "", lab::num(sum32, 7));
+  m.stall_exact = static_cast<double>(kStallAdds) * term.item<double>();
+  m.stall_fp16 = s16.item<double>();
+  m.stall_b = sb.item<double>();
+  return m;
+}
 
-  const std::string b_name = "(b) " + lab::short_name(acc_b) + " acc";
-  r.check("fp16 at::matmul's error matches fp32 accumulation's (within " + lab::num(kMatchFactor) +
-              "x at every K): only inputs and result are rounded",
-          match <= kMatchFactor, "worst ratio " + times(match) + "; at K = " + std::to_string(last.k) + ": " +
-                                     lab::sci(last.matmul) + " vs " + b_name + " " + lab::sci(last.fp32_acc));
-  r.check("both are far below fp16 accumulation's error (>= " + lab::num(kFarBelow) + "x at every K, >= " +
-              lab::num(kFarBelowLongest) + "x at the longest)",
-          far >= kFarBelow && far_longest >= kFarBelowLongest,
-          "smallest ratio " + times(far) + ", at K = " + std::to_string(last.k) + ": " + times(far_longest));
-  r.check("blocked fp16 accumulation (partial sums of " + std::to_string(kBlock) +
-              ") beats sequential fp16 but stays >= " + lab::num(kBlockedWorse) + "x " + b_name +
-              "'s error at the longest K",
-          last.blocked < last.fp16_acc && last.blocked >= kBlockedWorse * last.fp32_acc,
-          "at K = " + std::to_string(last.k) + ": (a) " + lab::sci(last.fp16_acc) + ", (a') " + lab::sci(last.blocked) +
-              ", " + b_name + " " + lab::sci(last.fp32_acc) + " ((a')/(b) " + times(last.blocked / last.fp32_acc) + ")");
-  r.check("fp16 accumulation's error grows with K (>= " + lab::num(kGrowth) + "x from K = 256 to " +
-              std::to_string(last.k) + ")",
-          last.fp16_acc >= kGrowth * first.fp16_acc,
-          lab::sci(first.fp16_acc) + " -> " + lab::sci(last.fp16_acc) + " (" +
-              times(last.fp16_acc / first.fp16_acc) + ")");
-  r.check("a running fp16 sum of 0.01s stalls (< " + lab::percent(kStallShare, 0) +
-              " of exact) while an fp32 sum stays within " + lab::percent(kFp32SumTol, 1),
-          sum16 < kStallShare * exact && std::abs(sum32 - exact) <= kFp32SumTol * exact,
-          "fp16 " + lab::num(sum16) + ", " + lab::short_name(acc_b) + " accumulator " + lab::num(sum32, 7) + ", exact " +
-              lab::num(exact, 7));
-  return r;
+// ---- report ------------------------------------------------------------------------------------------
+
+// "1.00x", "13.5x", "4463x": a ratio, rounded to what a reader can take in.
+std::string times(double x) {
+  if (x < 10) return fmt::format("{:.2f}x", x);
+  return x < 100 ? fmt::format("{:.1f}x", x) : fmt::format("{:.0f}x", x);
+}
+
+// The (c) the checks judge: the device's kernel; on CUDA with its reductions kept in fp32, because cuBLAS
+// may otherwise add split-K partial sums in fp16 (that case is reported, and judged by no check).
+double checked_matmul(const Row& row, bool cuda) {
+  return cuda ? row.cublas_fp32_reduce : row.matmul;
+}
+
+void report_cublas(const Result& m, lab::Report& r) {
+  if (!m.cublas_measured) {
+    r.observe("cublas_switches", "cuBLAS fp16 switches", NAN, "", m.cublas_note);
+    return;
+  }
+  auto& t = r.table("(c) under cuBLAS's fp16 switches, mean relative error against float64",
+                    {"K", "PyTorch defaults", "split-K sums in fp32", "fp16 accumulator"});
+  for (const Row& row : m.rows)
+    t.row({std::to_string(row.k), lab::sci(row.matmul, 2), lab::sci(row.cublas_fp32_reduce, 2),
+           std::isnan(row.cublas_fp16_acc) ? "-" : lab::sci(row.cublas_fp16_acc, 2)});
+  const Row& last = m.rows.back();
+  std::string text = fmt::format(
+      "at K = {}: {} with PyTorch's defaults (allow_fp16_reduced_precision_reduction on), {} with it off",
+      last.k, lab::sci(last.matmul), lab::sci(last.cublas_fp32_reduce));
+  if (!std::isnan(last.cublas_fp16_acc))
+    text += fmt::format(", {} with allow_fp16_accumulation on", lab::sci(last.cublas_fp16_acc));
+  else
+    text += "; " + m.cublas_note;
+  r.observe("cublas_switches", "cuBLAS fp16 switches", last.matmul / last.cublas_fp32_reduce, "", text);
+}
+
+// The worst ratios over K: (c) against (b) either way, and (a) over the worse of (b) and (c).
+struct Worst {
+  double match = 1, far = INFINITY, far_longest = 0;
+};
+Worst worst_over_k(const Result& m) {
+  Worst w;
+  for (const Row& row : m.rows) {
+    const double c = checked_matmul(row, m.ctx.cuda());
+    w.match = std::max({w.match, c / row.fp32, row.fp32 / c});
+    w.far = std::min(w.far, row.fp16 / std::max(row.fp32, c));
+    w.far_longest = row.fp16 / std::max(row.fp32, c);
+  }
+  return w;
+}
+
+// Before the question: the table and the stalled sum, under neutral words.
+void report_measured(const Result& m, lab::Report& r) {
+  const std::string b = lab::short_name(m.acc_b);
+  if (m.ctx.flip) r.note("FLIP: (b) and the fp32 sum of 0.01s accumulate in fp16, like (a)");
+  r.note("inputs fp16 (rounded from fp32 uniform [0,1)); results stored as fp16");
+  r.note(fmt::format("(a) fp16 running sum, (a') fp16 blocks of {}, (b) {} running sum", kBlock, b));
+  r.note("(c) at::matmul: " + m.kernel.text);
+  r.section(
+      fmt::format("Mean relative error of {} dot products against float64, by length K", m.side * m.side));
+  auto& t = r.table("", {"K", "(a)", "(a')", "(b)", "(c)", "(a)/(b)", "(a) sum/exact"});
+  for (const Row& row : m.rows)
+    t.row({std::to_string(row.k), lab::sci(row.fp16, 2), lab::sci(row.blocked, 2), lab::sci(row.fp32, 2),
+           lab::sci(row.matmul, 2), times(row.fp16 / row.fp32), lab::percent(row.sum_share)});
+  if (m.ctx.cuda()) r.note("(c) with PyTorch's defaults; with cuBLAS's switches flipped: after the answer");
+  r.section(fmt::format("A running sum of 0.01s, {} adds", kStallAdds));
+  r.observe("stall_sum_fp16", fmt::format("fp16 sum (last moved by add {})", m.stall_last_change),
+            m.stall_fp16);
+  r.observe("stall_sum_fp32", fmt::format("{} sum (exact {})", b, lab::num(m.stall_exact, 7)), m.stall_b, "",
+            lab::num(m.stall_b, 7));
+}
+
+// After the answer: the numbers the explanation cites.
+void report_numbers(const Result& m, const Worst& w, lab::Report& r) {
+  const std::string b = lab::short_name(m.acc_b);
+  const Row &first = m.rows.front(), &last = m.rows.back();
+  r.detail_section("The same, as numbers the explanation cites");
+  r.observe("k_min", "shortest dot product K", static_cast<double>(first.k), "", std::to_string(first.k));
+  r.observe("k_max", "longest dot product K", static_cast<double>(last.k), "", std::to_string(last.k));
+  r.observe("block_size", "(a') products per fp16 partial sum", kBlock, "", std::to_string(kBlock));
+  r.observe("stall_terms", "the running sum's terms", kStallAdds, "", fmt::format("{} x 0.01", kStallAdds));
+  r.observe("err_fp16_acc_kmin", "(a) fp16 running sum, error at the shortest K", first.fp16, "",
+            lab::sci(first.fp16));
+  r.observe("err_fp16_acc_kmax", "(a) fp16 running sum, error at the longest K", last.fp16, "",
+            lab::sci(last.fp16));
+  r.observe("err_blocked_kmax", "(a') fp16 blocks, error at the longest K", last.blocked, "",
+            lab::sci(last.blocked));
+  r.observe("err_fp32_acc_kmax", "(b) " + b + " running sum, error at the longest K", last.fp32, "",
+            lab::sci(last.fp32));
+  r.observe("err_matmul_kmax", "(c) at::matmul, error at the longest K", last.matmul, "",
+            lab::sci(last.matmul));
+  r.observe("fp16_acc_penalty_kmax", "(a) over the worse of (b) and (c), longest K", w.far_longest, "x",
+            times(w.far_longest));
+  r.observe("fp16_sum_share_kmax", "(a) sum over the exact sum, longest K", 100 * last.sum_share, "%");
+  r.observe("matmul_kernel", "(c) ran", static_cast<double>(m.kernel.kind), "", m.kernel.text);
+  r.observe("matmul_vs_fp32_acc",
+            std::string("(c)") + (m.ctx.cuda() ? " with split-K sums in fp32" : "") +
+                " over (b), error, worst over K",
+            w.match, "x", times(w.match));
+  r.detail_section("cuBLAS's fp16 switches");
+  report_cublas(m, r);
+}
+
+void report_checks(const Result& m, const Worst& w, lab::Report& r) {
+  const bool cuda = m.ctx.cuda();
+  const std::string b = lab::short_name(m.acc_b);
+  const Row &first = m.rows.front(), &last = m.rows.back();
+  const std::string c_name =
+      cuda ? "cuBLAS's fp16 GEMM with split-K sums in fp32" : "the CPU's fp16 at::matmul";
+  if (!m.ctx.flip)
+    r.takeaway(w.match <= 1.05
+                   ? fmt::format("{} ({}) erred as the fp32 running sum did (worst ratio over K {}): it "
+                                 "adds in fp32 and rounds only the result",
+                                 c_name, m.kernel.text, times(w.match))
+                   : fmt::format("{} ({}) erred up to {} the fp32 running sum's error: more than "
+                                 "fp32 accumulation's rounding",
+                                 c_name, m.kernel.text, times(w.match)));
+  r.check(
+      "matmul-matches-fp32-sum",
+      fmt::format("{}'s error matches the {} running sum's (within {}x at every K): it rounds only inputs "
+                  "and result",
+                  c_name, b, lab::num(kMatchFactor)),
+      w.match <= kMatchFactor,
+      fmt::format("worst ratio {}; at K = {}: {} against {}", times(w.match), last.k,
+                  lab::sci(checked_matmul(last, cuda)), lab::sci(last.fp32)));
+  r.check(
+      "fp32-sum-far-more-accurate",
+      fmt::format("(b) and (c) are far more accurate than the fp16 running sum (>= {}x at every K, >= {}x "
+                  "at the longest)",
+                  lab::num(kFarBelow), lab::num(kFarBelowLongest)),
+      w.far >= kFarBelow && w.far_longest >= kFarBelowLongest,
+      fmt::format("smallest ratio {}; at K = {}: {}", times(w.far), last.k, times(w.far_longest)));
+  r.check("blocked-fp16-in-between",
+          fmt::format("fp16 blocks of {} beat the fp16 running sum but stay >= {}x the {} sum's error at the "
+                      "longest K",
+                      kBlock, lab::num(kBlockedWorse), b),
+          last.blocked < last.fp16 && last.blocked >= kBlockedWorse * last.fp32,
+          fmt::format("at K = {}: (a) {}, (a') {}, (b) {} ((a')/(b) {})", last.k, lab::sci(last.fp16),
+                      lab::sci(last.blocked), lab::sci(last.fp32), times(last.blocked / last.fp32)));
+  r.check(
+      "fp16-error-grows",
+      fmt::format("the fp16 running sum's error grows with K (>= {}x from K = {} to {})", lab::num(kGrowth),
+                  first.k, last.k),
+      last.fp16 >= kGrowth * first.fp16,
+      fmt::format("{} -> {} ({})", lab::sci(first.fp16), lab::sci(last.fp16), times(last.fp16 / first.fp16)));
+  r.check("fp16-sum-stalls",
+          fmt::format("a running fp16 sum of 0.01s stalls (< {} of exact) while the {} one stays within {}",
+                      lab::percent(kStallShare, 0), b, lab::percent(kFp32SumTol, 1)),
+          m.stall_fp16 < kStallShare * m.stall_exact &&
+              std::abs(m.stall_b - m.stall_exact) <= kFp32SumTol * m.stall_exact,
+          fmt::format("fp16 {}, {} {}, exact {}", lab::num(m.stall_fp16), b, lab::num(m.stall_b, 7),
+                      lab::num(m.stall_exact, 7)));
+}
+
+void report(const Result& m, lab::Report& r) {
+  const Worst w = worst_over_k(m);
+  report_measured(m, r);
+  report_numbers(m, w, r);
+  report_checks(m, w, r);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("fp32-accumulation", /*question=*/4, "FP32 accumulation vs FP16 accumulation",
-                 /*heading=*/"Long sums of fp16 products, accumulated four ways", run,
-                 /*provides=*/{"k_max", "err_fp16_acc_kmin", "err_fp16_acc_kmax", "err_blocked_kmax", "err_fp32_acc_kmax",
-                               "err_matmul_kmax",
-                               "fp16_acc_penalty_kmax", "fp16_sum_share_kmax", "stall_sum_fp16", "stall_sum_fp32"});
+AMP_LAB(measure, report);

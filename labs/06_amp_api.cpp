@@ -1,18 +1,16 @@
-// Lab 06: the current AMP API, torch.amp.autocast + torch.amp.GradScaler, in C++ (quiz question 6).
+// Lab 06: torch.amp in C++, one training step for fp32, bf16 and fp16 (quiz question 6).
 //
-// The canonical mixed-precision training step, written once (nanoGPT style) for fp32, bf16 and fp16:
-// amp::Autocast around forward and loss, scaler.scale(loss).backward(), unscale_ and clipping,
-// scaler.step(opt), scaler.update(); GradScalerOptions{.enabled = dtype == fp16}, so for fp32 and bf16
-// every scaler call is a pass-through. The lab prints the Python <-> C++ mapping (and the deprecated
-// torch.cuda.amp names), trains one seeded MLP in all three precisions, charts the fp16 scale step by
-// step, checkpoints model + optimizer + scaler mid-run, resumes into fresh objects and compares with the
-// uninterrupted run bit for bit, and shows that a second unscale_ before update() is refused.
+// The mixed-precision training step, written once: amp::Autocast (torch.amp.autocast) around the forward
+// pass and the loss, then amp::GradScaler (torch.amp.GradScaler): scale(loss).backward(), unscale_ so the
+// gradient clipping sees true gradients, step(opt), update(). The scaler is enabled for fp16 only, so for
+// fp32 and bf16 every scaler call passes through. The lab trains one seeded MLP with that step in all
+// three precisions, checkpoints model, optimizer and scaler halfway, resumes fresh objects from the file
+// and compares them with the uninterrupted run bit for bit.
 //
-// Run alone:  build/bin/lab06_amp_api [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
-// (all three precisions run whatever --dtype says; on CUDA bf16 needs a GPU that supports it)
-// --flip: the resumed run loads model and optimizer from the checkpoint but drops the scaler's state
-//         (a fresh GradScaler): fp32 and bf16, whose scaler is disabled, still resume bit for bit, fp16
-//         does not, so the "resumes bit for bit in every precision" check fails.
+// Run:  build/bin/lab06_amp_api [--device cpu|cuda] [--quick] [--seed N] [--json]
+//       (all three precisions run whatever --dtype says; on CUDA, bf16 where the GPU supports it)
+// --flip: the resumed runs load model and optimizer but start with a fresh scaler. fp32 and bf16 (scaler
+//         disabled, no state) still resume bit for bit, fp16 does not: check resume-bitwise fails.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -29,73 +27,84 @@
 #include "lab/charts.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
-#include "lab/report.h"
 
 namespace {
 
 namespace F = torch::nn::functional;
 
-constexpr int64_t kIn = 32;              // input features
-constexpr int64_t kHidden = 128;         // two hidden layers of this width
-constexpr int64_t kClasses = 10;         // a teacher network's argmax labels
-constexpr int64_t kSamples = 2048;       // fixed training set, walked in order
-constexpr int64_t kBatch = 64;           // minibatch size
-constexpr double kLr = 1e-3;             // AdamW learning rate
-constexpr double kWeightDecay = 0.01;    // AdamW weight decay
-constexpr double kClipNorm = 1.0;        // clip_grad_norm_ on unscaled grads
-constexpr int64_t kGrowthInterval = 10;  // fp16 scaler: grow after 10 clean steps, so its state changes
-constexpr double kAgreeTol = 0.04;       // bf16/fp16 final loss within 4% of fp32's (measured: fp16
-                                         // 2.5% off, having skipped 12 of 200 steps; bf16 0.01%)
+constexpr int64_t kIn = 32, kHidden = 128, kClasses = 10;  // MLP widths; labels from a random teacher MLP
+constexpr int64_t kSamples = 2048;                         // fixed training set, walked in order
+constexpr int64_t kBatch = 64;                             // minibatch size
+constexpr double kLr = 1e-3;                               // AdamW learning rate
+constexpr double kWeightDecay = 0.01;                      // AdamW weight decay
+constexpr double kClipNorm = 1.0;                          // clip_grad_norm_ threshold, on unscaled gradients
+constexpr int64_t kGrowthInterval = 10;  // the scale doubles after 10 clean steps (PyTorch: 2000)
 constexpr double kTrained = 0.7;         // "trained": final loss below 0.7x the initial one
-constexpr size_t kChartWidth = 60;       // the scale chart's width in steps
+constexpr double kSameTol = 0.01;        // 16-bit within 1% of fp32, same steps applied
 
-struct NetImpl : torch::nn::Cloneable<NetImpl> {  // Cloneable: copies for each run start identical
-  NetImpl() { reset(); }
-  void reset() override {
-    fc1 = register_module("fc1", torch::nn::Linear(kIn, kHidden));
-    fc2 = register_module("fc2", torch::nn::Linear(kHidden, kHidden));
-    out = register_module("out", torch::nn::Linear(kHidden, kClasses));
+// ---- The AMP code ------------------------------------------------------------------------------------
+
+// The GradScaler for a precision: only fp16 needs loss scaling; disabled, every call passes through.
+amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype) {
+  return amp::GradScaler(device, {.growth_interval = kGrowthInterval, .enabled = dtype == torch::kHalf});
+}
+
+// One training step, correct for fp32 (autocast and scaler off), bf16 (autocast) and fp16 (both).
+// Returns whether the optimizer stepped (false: the scaler found inf/NaN gradients and skipped it).
+bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                torch::ScalarType dtype, const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);  // forward and loss only
+    loss = F::cross_entropy(model->forward(x), y);  // the Linears run in 16 bits, cross_entropy in fp32
   }
-  torch::Tensor forward(const torch::Tensor& x) {
-    return out->forward(torch::relu(fc2->forward(torch::relu(fc1->forward(x)))));
-  }
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr}, out{nullptr};
-};
-TORCH_MODULE(Net);
+  scaler.scale(loss).backward();  // backward outside autocast; scale() multiplies by the loss scale
+  scaler.unscale_(opt);           // true-size gradients, so the clip threshold means what it says
+  torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
+  const bool stepped = scaler.step(opt);  // skipped if unscale_ found inf/NaN (the step's one host sync)
+  scaler.update();  // fp16: halve the scale after an overflow, grow it after clean steps
+  return stepped;
+}
+
+// The scaler's scale and growth tracker are training state: a checkpoint without them does not resume fp16.
+void save(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
+          amp::GradScaler& scaler) {
+  amp::save_checkpoint(path, *model, opt, scaler);
+}
+void resume(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
+            amp::GradScaler& scaler) {
+  amp::load_checkpoint(path, *model, opt, scaler);
+}
+
+// ---- measure: train each precision, uninterrupted and resumed from the halfway checkpoint ---------------
 
 struct Precision {
   const char* name;
   torch::ScalarType dtype;  // kFloat: no autocast
 };
 
-// The canonical step, written once. fp32: autocast and scaler disabled; bf16: autocast only; fp16: both.
-// Returns whether the optimizer stepped (false: the scaler found inf/NaN grads and skipped it).
-bool train_step(Net& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler, torch::ScalarType dtype,
-                         torch::Device device, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(device, dtype, /*enabled=*/dtype != torch::kFloat);  // forward and loss only
-    loss = F::cross_entropy(model->forward(x), y);                         // cross_entropy runs in fp32
-  }
-  scaler.scale(loss).backward();  // backward outside autocast; scale() is a no-op when disabled
-  scaler.unscale_(opt);           // grads back to their true size, so the clip threshold means something
-  torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
-  const bool stepped = scaler.step(opt);  // skipped if unscale_ found inf/NaN; the step's one host sync
-  scaler.update();                        // back off or grow the scale (fp16)
-  return stepped;
-}
+struct RunResult {
+  std::string name;
+  bool autocast = false, scaler = false;
+  double final_loss = 0;   // float64 evaluation on the whole training set
+  int skipped = 0;         // steps the scaler skipped
+  double final_scale = 1;  // the scaler's scale at the end (1: disabled)
+  bool resumed_equal = false;
+  double resumed_diff = 0;  // max |resumed - uninterrupted| over the parameters
+};
 
-amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype) {
-  return amp::GradScaler(device, amp::GradScalerOptions{.growth_interval = kGrowthInterval,
-                                                        .enabled = dtype == torch::kHalf});
-}
-
-torch::optim::AdamW make_opt(Net& model) {
-  return torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWeightDecay));
-}
-
-Net copy_of(const Net& m) { return Net(std::dynamic_pointer_cast<NetImpl>(m->clone())); }
+struct Result {
+  lab::Context ctx;
+  int64_t steps = 0;
+  double initial_loss = 0;
+  std::vector<RunResult> runs;      // fp32 first
+  std::vector<double> fp16_scales;  // the fp16 scale after each step
+  std::vector<bool> fp16_stepped;   // whether fp16's optimizer stepped, per step
+  double scale_at_checkpoint = 0;
+  double fp32_same_skips = 0;  // fp32's final loss when it skips the very steps fp16's scaler skipped
+  std::string second_unscale_error;
+};
 
 struct Data {
   torch::Tensor x, y;
@@ -103,165 +112,211 @@ struct Data {
   torch::Tensor batch_y(int64_t step) const { return y.narrow(0, (step * kBatch) % kSamples, kBatch); }
 };
 
-// Steps [from, to) of the run; returns the number of steps the scaler skipped. `scales`, if given,
-// receives the scale after each step (one host sync per step, for the chart).
-int train(Net& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler, torch::ScalarType dtype,
-          torch::Device device, const Data& d, int64_t from, int64_t to, std::vector<double>* scales = nullptr) {
-  int skipped = 0;
-  for (int64_t s = from; s < to; ++s) {
-    skipped += !train_step(model, opt, scaler, dtype, device, d.batch_x(s), d.batch_y(s));
-    if (scales) scales->push_back(scaler.get_scale());
-  }
-  return skipped;
+torch::nn::Sequential make_mlp() {
+  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::ReLU(),
+                               torch::nn::Linear(kHidden, kHidden), torch::nn::ReLU(),
+                               torch::nn::Linear(kHidden, kClasses));
 }
 
-double loss64(const Net& m, const Data& d) {
+torch::nn::Sequential copy_of(const torch::nn::Sequential& m) {
+  return torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
+}
+
+torch::optim::AdamW make_opt(torch::nn::Sequential& model) {
+  return torch::optim::AdamW(model->parameters(), torch::optim::AdamWOptions(kLr).weight_decay(kWeightDecay));
+}
+
+double loss64(const torch::nn::Sequential& m, const Data& d) {
   torch::NoGradGuard no_grad;
-  Net m64 = copy_of(m);
+  torch::nn::Sequential m64 = copy_of(m);
   m64->to(torch::kDouble);
   return F::cross_entropy(m64->forward(d.x.to(torch::kDouble)), d.y).item<double>();
 }
 
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("amp-api", "torch.amp in C++: one training step for fp32, bf16 and fp16");
-  const torch::Device dev = ctx.device;
-  r.note("dtypes: fp32 weights, AdamW state and loss; autocast bf16/fp16 matmuls; all three run whatever --dtype says");
-  if (ctx.flip) r.note("FLIP: the resumed runs load model and optimizer, but start with a fresh scaler");
+// Steps [from, to); returns how many the scaler skipped. `m`, if given, receives the scale after each step
+// and whether the optimizer stepped.
+int train(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+          torch::ScalarType dtype, const Data& d, int64_t from, int64_t to, Result* m = nullptr) {
+  int skipped = 0;
+  for (int64_t s = from; s < to; ++s) {
+    const bool stepped = train_step(model, opt, scaler, dtype, d.batch_x(s), d.batch_y(s));
+    skipped += !stepped;
+    if (m) {
+      m->fp16_scales.push_back(scaler.get_scale());
+      m->fp16_stepped.push_back(stepped);
+    }
+  }
+  return skipped;
+}
 
-  r.section("Python <-> C++ (amp-lab)");
-  r.table("", {"Python", "C++"})
-      .row({"torch.amp.autocast(\"cuda\"|\"cpu\", dtype=...)", "amp::Autocast ac(torch::kCUDA|kCPU, dtype)"})
-      .row({"torch.amp.GradScaler(\"cuda\")", "amp::GradScaler scaler(device)"})
-      .row({"GradScaler(\"cuda\", enabled=use_fp16)", "amp::GradScaler(device, {.enabled = use_fp16})"})
-      .row({"scaler.scale(loss).backward()", "scaler.scale(loss).backward()"})
-      .row({"scaler.unscale_(opt); clip_grad_norm_(...)", "scaler.unscale_(opt); torch::nn::utils::clip_grad_norm_"})
-      .row({"scaler.step(opt); scaler.update()", "scaler.step(opt); scaler.update()"})
-      .row({"torch.save({model, optimizer, scaler})", "amp::save_checkpoint(path, model, opt, scaler)"});
-  // Which namespace is current is the quiz's question: said only after the answer.
-  r.takeaway("torch.cuda.amp.autocast(...) and torch.cuda.amp.GradScaler() are the old, CUDA-only names: they print "
-             "a FutureWarning since PyTorch 2.4 and point to torch.amp.autocast(\"cuda\") and torch.amp.GradScaler(\"cuda\")");
+// One precision: the uninterrupted run (checkpointed halfway, read-only), then a run of fresh objects
+// resumed from that checkpoint. Flipped, the scaler's saved state goes into a scaler that is thrown away.
+RunResult run_precision(const Precision& p, const torch::nn::Sequential& start, const Data& d, int64_t steps,
+                        const std::string& ckpt, bool flip, Result& m) {
+  const torch::Device dev = d.x.device();
+  RunResult run{.name = p.name, .autocast = p.dtype != torch::kFloat, .scaler = p.dtype == torch::kHalf};
+  torch::nn::Sequential a = copy_of(start);
+  auto opt_a = make_opt(a);
+  auto scaler_a = make_scaler(dev, p.dtype);
+  Result* record = p.dtype == torch::kHalf ? &m : nullptr;
+  run.skipped = train(a, opt_a, scaler_a, p.dtype, d, 0, steps / 2, record);
+  save(ckpt, a, opt_a, scaler_a);
+  if (p.dtype == torch::kHalf) m.scale_at_checkpoint = scaler_a.get_scale();
+  run.skipped += train(a, opt_a, scaler_a, p.dtype, d, steps / 2, steps, record);
+  run.final_loss = loss64(a, d);
+  run.final_scale = scaler_a.get_scale();
 
-  // One seeded start, data labelled by a random teacher network.
+  torch::nn::Sequential c = make_mlp();  // fresh random weights: only the checkpoint can make it equal
+  c->to(dev);
+  auto opt_c = make_opt(c);
+  auto scaler_c = make_scaler(dev, p.dtype), discarded = make_scaler(dev, p.dtype);
+  resume(ckpt, c, opt_c, flip ? discarded : scaler_c);
+  std::filesystem::remove(ckpt);
+  train(c, opt_c, scaler_c, p.dtype, d, steps / 2, steps);
+  run.resumed_equal = lab::parameters_equal(*a, *c, &run.resumed_diff);
+  return run;
+}
+
+// What a second unscale_ before update() says (it would divide the gradients twice).
+std::string second_unscale_error(const torch::nn::Sequential& start, const Data& d) {
+  torch::nn::Sequential m = copy_of(start);
+  auto opt = make_opt(m);
+  amp::GradScaler scaler(d.x.device());  // enabled: a disabled scaler's unscale_ does nothing
+  torch::Tensor loss;
+  {
+    amp::Autocast ac(d.x.device(), torch::kHalf);
+    loss = F::cross_entropy(m->forward(d.batch_x(0)), d.batch_y(0));
+  }
+  scaler.scale(loss).backward();
+  scaler.unscale_(opt);
+  try {
+    scaler.unscale_(opt);
+  } catch (const amp::GradScalerError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Result measure(const lab::Context& ctx) {
+  Result m{.ctx = ctx, .steps = ctx.size(200, 600, 80)};
   Data d;
-  Net start, teacher;
+  torch::nn::Sequential start = make_mlp(), teacher = make_mlp();
   {
     torch::NoGradGuard no_grad;
-    start->to(dev);
-    teacher->to(dev);
-    d.x = torch::randn({kSamples, kIn}, torch::device(dev));
+    start->to(ctx.device);
+    teacher->to(ctx.device);
+    d.x = torch::randn({kSamples, kIn}, torch::device(ctx.device));
     d.y = teacher->forward(d.x).argmax(/*dim=*/1);
   }
-  const int64_t steps = ctx.size(200, 600, 80), half = steps / 2;
-  const double initial = loss64(start, d);
-  const std::string ckpt = lab::scratch_path("amp_lab_06", ".pt");
-
-  r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}", steps,
-                        kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, half));
-  auto& t = r.table("", {"run", "autocast", "scaler", "final loss", "vs fp32", "skipped", "scale", "resumed == uninterrupted"});
-  std::vector<double> finals, scales16;
-  std::vector<std::string> names;
-  std::vector<bool> same_run;
-  double max_diff = 0, scale_ckpt = 0, final_scale = 1;
-  int skipped16 = 0;
-  for (const Precision p : {Precision{"fp32", torch::kFloat}, Precision{"bf16", torch::kBFloat16},
-                            Precision{"fp16", torch::kHalf}}) {
-    if (dev.is_cuda() && p.dtype == torch::kBFloat16 && !amp::cuda_supports_bf16()) continue;
-    // The uninterrupted run, checkpointed (read-only) after step `half`.
-    Net a = copy_of(start);
-    auto opt_a = make_opt(a);
-    auto scaler_a = make_scaler(dev, p.dtype);
-    std::vector<double>* scales = p.dtype == torch::kHalf ? &scales16 : nullptr;
-    int skipped = train(a, opt_a, scaler_a, p.dtype, dev, d, 0, half, scales);
-    amp::save_checkpoint(ckpt, *a, opt_a, scaler_a);
-    if (p.dtype == torch::kHalf) scale_ckpt = scaler_a.get_scale();
-    skipped += train(a, opt_a, scaler_a, p.dtype, dev, d, half, steps, scales);
-    // Resumed: a fresh random model, a fresh optimizer and scaler; only the checkpoint can make it equal.
-    // Flipped, the scaler's saved state goes into a scaler that is thrown away.
-    Net c;
-    c->to(dev);
-    auto opt_c = make_opt(c);
-    auto scaler_c = make_scaler(dev, p.dtype), discarded = make_scaler(dev, p.dtype);
-    amp::load_checkpoint(ckpt, *c, opt_c, ctx.flip ? discarded : scaler_c);
-    std::filesystem::remove(ckpt);
-    train(c, opt_c, scaler_c, p.dtype, dev, d, half, steps);
-
-    double diff = 0;
-    const bool same = lab::parameters_equal(*a, *c, &diff);
-    same_run.push_back(same);
-    names.push_back(p.name);
-    max_diff = std::max(max_diff, diff);
-    const double fin = loss64(a, d);
-    finals.push_back(fin);
-    if (p.dtype == torch::kHalf) {
-      skipped16 = skipped;
-      final_scale = scaler_a.get_scale();
-    }
-    t.row({p.name, p.dtype == torch::kFloat ? "off" : p.name, scaler_a.is_enabled() ? "on" : "off (no-op)",
-           lab::sci(fin), fmt::format("{:.4f}x", fin / finals.front()), std::to_string(skipped),
-           lab::num(scaler_a.get_scale()), same ? "bitwise" : fmt::format("no, max diff {}", lab::sci(diff))});
-  }
-  r.observe("initial_loss", "initial loss (fp64)", initial, "", lab::sci(initial));
-  r.observe("final_loss_fp32", "final loss fp32 (fp64 eval)", finals.front(), "", lab::sci(finals.front()));
-  double worst = 0;
-  for (double f : finals) worst = std::max(worst, std::abs(f / finals.front() - 1.0));
-  const int identical = static_cast<int>(std::count(same_run.begin(), same_run.end(), true));
-  const bool fp16_same = !same_run.empty() && same_run.back();  // fp16 runs last
-  r.observe("loss_spread", "largest gap of a 16-bit run's final loss to fp32's", worst * 100, "%");
-  r.observe("skipped_steps_fp16", "fp16 steps skipped by the scaler", skipped16);
-  r.observe("scale_at_checkpoint", "fp16 scale saved in the checkpoint", scale_ckpt);
-  r.observe("final_scale_fp16", "fp16 final scale", final_scale);
-  r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
-            fmt::format("{} of {}", identical, finals.size()));
-  r.observe("fp16_resumed_identical", "fp16 resume bitwise identical (1 = yes)", fp16_same);
-  const auto [sampled, every] = lab::every_kth(scales16, kChartWidth);  // at most kChartWidth steps
-  r.chart(lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every), sampled,
-                         /*log2_scale=*/true));
-
-  // A second unscale_ before update() double-divides the grads; the scaler refuses it.
-  std::string message = "(no error)";
+  m.initial_loss = loss64(start, d);
+  const lab::ScratchFile ckpt("amp_lab_06", ".pt");  // in a private folder, removed however the lab ends
+  // fp16 first, so that an fp32 run can then skip the very steps fp16's scaler skipped: like for like.
+  const RunResult fp16 = run_precision({"fp16", torch::kHalf}, start, d, m.steps, ckpt, ctx.flip, m);
   {
-    Net m = copy_of(start);
-    auto opt = make_opt(m);
-    amp::GradScaler scaler(dev);  // enabled: a disabled scaler's unscale_ does nothing
-    torch::Tensor loss;
-    {
-      amp::Autocast ac(dev, torch::kHalf);
-      loss = F::cross_entropy(m->forward(d.batch_x(0)), d.batch_y(0));
-    }
-    scaler.scale(loss).backward();
-    scaler.unscale_(opt);
-    try {
-      scaler.unscale_(opt);
-    } catch (const amp::GradScalerError& e) {
-      message = e.what();
-    }
+    torch::nn::Sequential f = copy_of(start);
+    auto opt = make_opt(f);
+    auto scaler = make_scaler(ctx.device, torch::kFloat);
+    for (int64_t s = 0; s < m.steps; ++s)
+      if (m.fp16_stepped[static_cast<size_t>(s)])
+        train_step(f, opt, scaler, torch::kFloat, d.batch_x(s), d.batch_y(s));
+    m.fp32_same_skips = loss64(f, d);
   }
-  const bool refused = message.find("already been called") != std::string::npos;
-  r.observe("second_unscale_refused", "second unscale_ refused (1 = yes)", refused);
-  r.note("amp::GradScalerError: " + message);
+  m.runs.push_back(run_precision({"fp32", torch::kFloat}, start, d, m.steps, ckpt, ctx.flip, m));
+  if (!ctx.cuda() || amp::cuda_supports_bf16())
+    m.runs.push_back(run_precision({"bf16", torch::kBFloat16}, start, d, m.steps, ckpt, ctx.flip, m));
+  m.runs.push_back(fp16);
+  m.second_unscale_error = second_unscale_error(start, d);
+  return m;
+}
 
-  bool trained = true, agree = true;
-  for (double f : finals) {
-    trained = trained && f < kTrained * initial;
-    agree = agree && std::abs(f / finals.front() - 1.0) < kAgreeTol;
+// ---- report ------------------------------------------------------------------------------------------
+
+double gap(double a, double b) {
+  return std::abs(a / b - 1.0);
+}
+
+void report(const Result& m, lab::Report& r) {
+  const RunResult& fp32 = m.runs.front();
+  const RunResult& fp16 = m.runs.back();
+  if (m.ctx.flip) r.note("FLIP: the resumed runs load model and optimizer, but start with a fresh scaler");
+  r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}",
+                        m.steps, kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, m.steps / 2));
+  r.note(
+      fmt::format("fp16's loss scale starts at 2^16 and doubles after {} clean steps (PyTorch's default is "
+                  "2000), so it keeps reaching overflow",
+                  kGrowthInterval));
+  auto& t = r.table("", {"run", "final loss", "vs fp32", "steps applied", "resumed == uninterrupted"});
+  double worst = 0;
+  int identical = 0;
+  for (const RunResult& run : m.runs) {
+    worst = std::max(worst, gap(run.final_loss, fp32.final_loss));
+    identical += run.resumed_equal;
+    t.row({run.name, lab::sci(run.final_loss), fmt::format("{:.4f}x", run.final_loss / fp32.final_loss),
+           fmt::format("{} of {}", m.steps - run.skipped, m.steps),
+           run.resumed_equal ? "bitwise" : fmt::format("no, max diff {}", lab::sci(run.resumed_diff))});
   }
-  r.check(fmt::format("all precisions train (loss < {}x initial) and end within {} of fp32", kTrained,
-                      lab::percent(kAgreeTol, 0)),
-          finals.size() == (dev.is_cuda() && !amp::cuda_supports_bf16() ? 2u : 3u) && trained && agree,
-          fmt::format("initial {}, largest gap to fp32 {}", lab::sci(initial), lab::percent(worst, 2)));
+  const double fp16_like_for_like = gap(fp16.final_loss, m.fp32_same_skips);
+  r.observe("initial_loss", "initial loss (fp64)", m.initial_loss, "", lab::sci(m.initial_loss));
+  r.observe("final_loss_fp32", "final loss fp32 (fp64 eval)", fp32.final_loss, "", lab::sci(fp32.final_loss));
+  r.observe("loss_spread", "largest gap of a 16-bit run's final loss to fp32's", worst * 100, "%");
+  r.observe("fp16_gap_same_skips", "fp16 against fp32 skipping the same steps", fp16_like_for_like * 100,
+            "%");
+  r.observe("skipped_steps_fp16", "fp16 steps skipped (inf/NaN gradients)", fp16.skipped);
+  r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
+            fmt::format("{} of {}", identical, m.runs.size()));
+  r.observe("fp16_resumed_identical", "fp16 resume bitwise identical (1 = yes)", fp16.resumed_equal);
+  const auto [sampled, every] = lab::every_kth(m.fp16_scales, /*max_points=*/60);
+  r.chart(
+      lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every),
+                     sampled, /*log2_scale=*/true));
+
+  r.detail_section("The step in Python and in C++");
+  r.table("", {"Python (torch.amp)", "C++ (amp-lab)"})
+      .row({"torch.amp.autocast(\"cuda\", dtype=...)", "amp::Autocast ac(torch::kCUDA, dtype)"})
+      .row({"torch.amp.GradScaler(\"cuda\", enabled=fp16)", "amp::GradScaler s(dev, {.enabled = fp16})"})
+      .row({"scaler.scale(loss).backward()", "scaler.scale(loss).backward()"})
+      .row({"scaler.unscale_(opt); clip_grad_norm_(...)", "scaler.unscale_(opt); clip_grad_norm_(...)"})
+      .row({"scaler.step(opt); scaler.update()", "scaler.step(opt); scaler.update()"})
+      .row({"torch.save({model, optimizer, scaler})", "amp::save_checkpoint(path, m, opt, s)"});
+  r.observe("scale_at_checkpoint", "fp16 scale saved in the checkpoint", m.scale_at_checkpoint);
+  r.observe("final_scale_fp16", "fp16 final scale", fp16.final_scale);
+  const bool refused = m.second_unscale_error.find("already been called") != std::string::npos;
+  r.observe("second_unscale_refused", "a second unscale_ before update() raises, as Python's does (1 = yes)",
+            refused);
+  r.note("amp::GradScalerError: " + (m.second_unscale_error.empty() ? "(none)" : m.second_unscale_error));
+  r.takeaway(
+      "torch.cuda.amp.autocast(...) and torch.cuda.amp.GradScaler() are the old, CUDA-only names: they "
+      "print a FutureWarning since PyTorch 2.4 and point to torch.amp.autocast(\"cuda\") and "
+      "torch.amp.GradScaler(\"cuda\")");
+
+  bool trained = true;
+  for (const RunResult& run : m.runs) trained = trained && run.final_loss < kTrained * m.initial_loss;
+  const double bf16_gap = m.runs.size() == 3 ? gap(m.runs[1].final_loss, fp32.final_loss) : 0.0;
+  r.check("every-precision-trains",
+          fmt::format("every precision trains: final loss below {}x the initial", kTrained),
+          trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),
+          fmt::format("initial {}; final fp32 {}, fp16 {}", lab::sci(m.initial_loss),
+                      lab::sci(fp32.final_loss), lab::sci(fp16.final_loss)));
+  r.check("same-step-same-loss",
+          fmt::format(
+              "the same step gives the same loss in 16 bits: within {} of fp32 given the same applied steps",
+              lab::percent(kSameTol, 0)),
+          bf16_gap <= kSameTol && fp16_like_for_like <= kSameTol,
+          fmt::format(
+              "bf16 {} of fp32; fp16 {} of an fp32 run that skipped the same {} steps (of plain fp32: {})",
+              lab::percent(bf16_gap, 2), lab::percent(fp16_like_for_like, 2), fp16.skipped,
+              lab::percent(gap(fp16.final_loss, fp32.final_loss), 2)));
   std::string per_run;
-  for (size_t i = 0; i < names.size(); ++i) per_run += fmt::format("{}{} {}", i ? ", " : "", names[i], same_run[i] ? "equal" : "differs");
-  r.check("resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in every precision",
-          identical == static_cast<int>(finals.size()) && !finals.empty(),
-          fmt::format("{}; max |diff| {}", per_run, lab::sci(max_diff)));
-  r.check("a second unscale_ before update() is refused", refused, "caught amp::GradScalerError");
-  return r;
+  for (const RunResult& run : m.runs)
+    per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name,
+                           run.resumed_equal ? "equal" : "differs");
+  r.check("resume-bitwise",
+          "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in "
+          "every "
+          "precision",
+          identical == static_cast<int>(m.runs.size()), per_run);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("amp-api", /*question=*/6, "torch.amp in C++: one training step for fp32, bf16 and fp16",
-                 /*heading=*/"One training step in fp32, bf16 and fp16, with a checkpoint halfway", run,
-                 /*provides=*/{"initial_loss", "final_loss_fp32", "loss_spread", "skipped_steps_fp16",
-                               "scale_at_checkpoint", "final_scale_fp16", "resumed_identical",
-                               "second_unscale_refused"});
+AMP_LAB(measure, report);

@@ -1,22 +1,28 @@
-// Lab 08: what autocast does: it picks a dtype per op, it does not convert everything.
+// Lab 08: what autocast does: it picks a dtype per op from documented lists; it does not convert
+// everything (quiz question 8).
 //
-// Backs quiz question 8 ("What does autocast do in automatic mixed precision?"). Representative ops run
-// under amp::Autocast and with autocast off; the lab prints the dtype each returns next to the policy
-// PyTorch documents for the device (aten/src/ATen/autocast_mode.cpp, reference section 2; derived from
-// the op lists below, not from a run) and counts the ops autocast changed: matmul-like ops go 16-bit,
-// losses and prod fp32, mixed inputs are promoted, in-place ops, explicit dtypes and float64 are left
-// alone; mv, addmv and addr are 16-bit on CUDA only. Then: a layer computes in 16-bit while its
-// parameters stay fp32; its result is close to, not bitwise equal to, fp32's (both against float64);
-// a nested Autocast(..., enabled=false) region switches autocast off.
+// 21 representative ops run under amp::Autocast (torch.autocast) and with autocast off, and the lab prints
+// the dtype each returns. After the answer it sets them next to the policy PyTorch documents for the
+// device (aten/src/ATen/autocast_mode.cpp; the lists below are written from it, not from a run):
+// matmul-like ops go 16-bit, losses and prod fp32, mixed inputs are promoted, in-place ops, explicit
+// dtypes and float64 are left alone; mv, addmv and addr are 16-bit on CUDA only. Then: a Linear layer
+// computes in 16-bit while its parameters and gradients stay fp32, and its result is close to, not
+// bitwise equal to, fp32's (both against float64); a nested Autocast(..., enabled=false) region switches
+// autocast off. Every sentence the report makes about the ops is generated from the table.
 //
-// Run alone:  build/bin/lab08_autocast_policy [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--flip]
-// --flip: the same ops run with autocast disabled, so every check must FAIL. --quick changes nothing.
+// Run:  build/bin/lab08_autocast_policy [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--seed N] [--json]
+//       (--quick changes nothing: the lab is small)
+// --flip: every autocast region is constructed disabled (Autocast(..., enabled=false)), so all six checks
+//         fail: policy-matches, per-op-choice, in-place-left-alone, params-stay-fp32, close-not-bitwise,
+//         nested-region-off.
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "amp/autocast.h"
@@ -27,12 +33,57 @@ namespace {
 
 constexpr int64_t kRows = 8;            // small operands: this lab is about dtypes, not speed
 constexpr int64_t kCols = 16;           // feature width of the operands
-constexpr int64_t kBatch = 64;          // rows of the accuracy comparison
-constexpr int64_t kInFeatures = 512;    // inner dimension of the accuracy comparison: enough to round
-constexpr int64_t kOutFeatures = 256;   // outputs of the accuracy comparison
+constexpr int64_t kBatch = 64;          // rows of the Linear layer's input
+constexpr int64_t kInFeatures = 512;    // the layer's inner dimension: long enough to round
+constexpr int64_t kOutFeatures = 256;   // the layer's outputs
 constexpr double kCloseEpsilons = 4.0;  // "close": max error under 4 epsilons of the 16-bit type
+constexpr double kDifferShare = 0.5;    // "not bitwise equal": more than half the outputs differ
 
-// The documented rule for an op on one device (reference section 2).
+// ---- The AMP code ------------------------------------------------------------------------------------
+
+// An op under autocast. There is nothing to convert by hand: autocast looks the op up in its lists and
+// casts the inputs it takes (enabled=false: the op runs as written).
+torch::Tensor under_autocast(torch::Device device, torch::ScalarType lowp, bool enabled,
+                             const std::function<torch::Tensor()>& op) {
+  amp::Autocast autocast(device, lowp, enabled);
+  return op();
+}
+
+// A layer: the forward pass under autocast computes with 16-bit copies of the fp32 weights; backward runs
+// outside autocast and leaves fp32 gradients on the fp32 parameters.
+torch::Tensor forward_backward(torch::nn::Linear& layer, const torch::Tensor& x, torch::ScalarType lowp,
+                               bool enabled) {
+  torch::Tensor y;
+  {
+    amp::Autocast autocast(x.device(), lowp, enabled);
+    y = layer->forward(x);
+  }
+  y.to(torch::kFloat).sum().backward();
+  return y;
+}
+
+// mm's dtype in an autocast region, inside a nested region that switches autocast off (as around an op
+// that must run in fp32), and after that nested region.
+struct NestedDtypes {
+  torch::ScalarType outer, inner, after;
+  bool inner_enabled;  // at::autocast's flag inside the nested region
+};
+NestedDtypes nested_off(const torch::Tensor& a, const torch::Tensor& b, torch::ScalarType lowp,
+                        bool enabled) {
+  amp::Autocast autocast(a.device(), lowp, enabled);
+  NestedDtypes d{};
+  d.outer = torch::mm(a, b).scalar_type();
+  {
+    amp::Autocast off(a.device(), lowp, /*enabled=*/false);
+    d.inner = torch::mm(a, b).scalar_type();
+    d.inner_enabled = amp::is_autocast_enabled(a.device().type());
+  }
+  d.after = torch::mm(a, b).scalar_type();
+  return d;
+}
+
+// ---- The documented policy (aten/src/ATen/autocast_mode.cpp) -----------------------------------------
+
 enum class Rule {
   Lower,     // lower-precision list: eligible inputs cast to the 16-bit type
   Fp32,      // float32 list: eligible inputs cast to fp32
@@ -42,20 +93,16 @@ enum class Rule {
   Explicit,  // an explicit dtype= argument wins; autocast leaves the op alone
 };
 
-// How the table names a rule, and what it does to an fp32 or 16-bit input ("" for Lower: the 16-bit type).
+// How the report names a rule, and what it does to an input ("" for Lower: the 16-bit type).
 constexpr std::pair<const char*, const char*> kRuleWords[] = {
-    {"lower-precision list", ""},          {"float32 list", "fp32"},           {"promote list", "widest input"},
-    {"no list", "follows its inputs"},     {"in-place", "not autocast"},       {"explicit dtype", "not autocast"}};
+    {"lower-precision list", ""},      {"float32 list", "fp32"},     {"promote list", "widest input"},
+    {"no list", "follows its inputs"}, {"in-place", "not autocast"}, {"explicit dtype", "not autocast"}};
 
-std::string rule_name(Rule rule) { return kRuleWords[static_cast<int>(rule)].first; }
-
-std::string rule_text(Rule rule, torch::ScalarType lowp, bool fp64_input) {
-  if (fp64_input && (rule == Rule::Lower || rule == Rule::Fp32)) return rule_name(rule) + ", but fp64 is never cast";
-  const std::string effect = rule == Rule::Lower ? lab::short_name(lowp) : kRuleWords[static_cast<int>(rule)].second;
-  return rule_name(rule) + ": " + effect;
+std::string rule_name(Rule rule) {
+  return kRuleWords[static_cast<int>(rule)].first;
 }
 
-// The dtype a rule predicts. Float64 and non-floating tensors are never cast (reference section 1).
+// The dtype a rule predicts. Float64 and non-floating tensors are never cast.
 torch::ScalarType expected_dtype(Rule rule, const std::vector<torch::Tensor>& inputs, torch::ScalarType lowp,
                                  torch::ScalarType explicit_dtype) {
   if (rule == Rule::InPlace) return inputs.front().scalar_type();
@@ -79,174 +126,290 @@ struct OpCase {
   torch::ScalarType explicit_dtype = torch::kFloat;
 };
 
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("autocast-policy", "Autocast picks a dtype per op; it does not convert everything");
-  const auto dev = ctx.device;
-  const auto lowp = ctx.dtype;
-  const std::string lp = lab::short_name(lowp);
-  const bool on = !ctx.flip;  // --flip: every "autocast" region below is constructed disabled
+std::vector<OpCase> op_cases(torch::Device dev, torch::ScalarType lowp) {
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(dev);
-  r.note("dtypes: fp32 inputs and parameters, " + lp + " as the autocast type, fp64 for references");
-  if (ctx.flip) r.note("--flip: the same ops run with autocast disabled (Autocast(..., enabled=false))");
-
-  // Operands: fp32 as a model holds them, a 16-bit one as a matmul under autocast would hand on.
+  // fp32 operands as a model holds them; a 16-bit one as a matmul under autocast would hand it on.
   const auto a = torch::randn({kRows, kCols}, f32), b = torch::randn({kCols, kCols}, f32);
   const auto bias = torch::randn({kCols}, f32), half = torch::randn({kRows, kCols}, f32).to(lowp);
   const auto img = torch::randn({2, 3, 8, 8}, f32), kernel = torch::randn({4, 3, 3, 3}, f32);
   const auto a3 = a.unsqueeze(0), b3 = b.unsqueeze(0), acc = torch::randn({kRows, kCols}, f32);
   const auto v = torch::randn({kCols}, f32), w = torch::randn({kCols}, f32);
   const auto a64 = a.to(torch::kDouble), b64 = b.to(torch::kDouble);
-  const std::vector<OpCase> cases = {
-      {"mm", {a, b}, [&] { return torch::mm(a, b); }, Rule::Lower, Rule::Lower},
-      {"matmul", {a, b}, [&] { return torch::matmul(a, b); }, Rule::Lower, Rule::Lower},
-      {"linear", {a, b, bias}, [&] { return torch::linear(a, b, bias); }, Rule::Lower, Rule::Lower},
-      {"conv2d", {img, kernel}, [&] { return torch::conv2d(img, kernel); }, Rule::Lower, Rule::Lower},
-      {"bmm", {a3, b3}, [&] { return torch::bmm(a3, b3); }, Rule::Lower, Rule::Lower},
-      {"softmax", {half}, [&] { return torch::softmax(half, /*dim=*/1); }, Rule::NoList, Rule::Fp32},
-      {"log_softmax", {half}, [&] { return torch::log_softmax(half, /*dim=*/1); }, Rule::NoList, Rule::Fp32},
-      {"sum", {half}, [&] { return half.sum(); }, Rule::NoList, Rule::Fp32},
-      {"exp", {half}, [&] { return half.exp(); }, Rule::NoList, Rule::Fp32},
-      {"layer_norm", {half}, [&] { return torch::layer_norm(half, {kCols}); }, Rule::NoList, Rule::Fp32},
-      {"mse_loss", {half, half}, [&] { return torch::mse_loss(half, half.flip(0)); }, Rule::Fp32, Rule::Fp32},
-      {"add", {half, a}, [&] { return half + a; }, Rule::NoList, Rule::NoList},
-      {"cat", {half, a}, [&] { return torch::cat({half, a}); }, Rule::Promote, Rule::NoList},
-      {"addmm", {acc, a, b}, [&] { return torch::addmm(acc, a, b); }, Rule::Lower, Rule::Lower},
-      {"addmm_ (in-place)", {acc, a, b}, [&] { return acc.clone().addmm_(a, b); }, Rule::InPlace, Rule::InPlace},
-      {"prod", {half}, [&] { return half.prod(); }, Rule::Fp32, Rule::Fp32},
-      {"prod(dtype=" + lp + ")", {half}, [&] { return half.prod(lowp); }, Rule::Explicit, Rule::Explicit, lowp},
-      {"mv", {b, v}, [&] { return torch::mv(b, v); }, Rule::NoList, Rule::Lower},
-      {"addmv", {w, b, v}, [&] { return torch::addmv(w, b, v); }, Rule::NoList, Rule::Lower},
-      {"addr", {b, v, w}, [&] { return torch::addr(b, v, w); }, Rule::NoList, Rule::Lower},
-      {"mm (fp64 inputs)", {a64, b64}, [&] { return torch::mm(a64, b64); }, Rule::Lower, Rule::Lower},
+  const std::string lp = lab::short_name(lowp);
+  using R = Rule;
+  return {
+      {"mm", {a, b}, [=] { return torch::mm(a, b); }, R::Lower, R::Lower},
+      {"matmul", {a, b}, [=] { return torch::matmul(a, b); }, R::Lower, R::Lower},
+      {"linear", {a, b, bias}, [=] { return torch::linear(a, b, bias); }, R::Lower, R::Lower},
+      {"conv2d", {img, kernel}, [=] { return torch::conv2d(img, kernel); }, R::Lower, R::Lower},
+      {"bmm", {a3, b3}, [=] { return torch::bmm(a3, b3); }, R::Lower, R::Lower},
+      {"softmax", {half}, [=] { return torch::softmax(half, 1); }, R::NoList, R::Fp32},
+      {"log_softmax", {half}, [=] { return torch::log_softmax(half, 1); }, R::NoList, R::Fp32},
+      {"sum", {half}, [=] { return half.sum(); }, R::NoList, R::Fp32},
+      {"exp", {half}, [=] { return half.exp(); }, R::NoList, R::Fp32},
+      {"layer_norm", {half}, [=] { return torch::layer_norm(half, {kCols}); }, R::NoList, R::Fp32},
+      {"mse_loss", {half, half}, [=] { return torch::mse_loss(half, half.flip(0)); }, R::Fp32, R::Fp32},
+      {"add", {half, a}, [=] { return half + a; }, R::NoList, R::NoList},
+      {"cat",
+       {half, a},
+       [=] {
+         return torch::cat({half, a});
+       },
+       R::Promote,
+       R::NoList},
+      {"addmm", {acc, a, b}, [=] { return torch::addmm(acc, a, b); }, R::Lower, R::Lower},
+      {"addmm_ (in-place)", {acc, a, b}, [=] { return acc.clone().addmm_(a, b); }, R::InPlace, R::InPlace},
+      {"prod", {half}, [=] { return half.prod(); }, R::Fp32, R::Fp32},
+      {"prod(dtype=" + lp + ")", {half}, [=] { return half.prod(lowp); }, R::Explicit, R::Explicit, lowp},
+      {"mv", {b, v}, [=] { return torch::mv(b, v); }, R::NoList, R::Lower},
+      {"addmv", {w, b, v}, [=] { return torch::addmv(w, b, v); }, R::NoList, R::Lower},
+      {"addr", {b, v, w}, [=] { return torch::addr(b, v, w); }, R::NoList, R::Lower},
+      {"mm (fp64 inputs)", {a64, b64}, [=] { return torch::mm(a64, b64); }, R::Lower, R::Lower},
   };
+}
 
-  r.section("Op by op under Autocast(" + dev.str() + ", " + lp + (on ? "" : ", enabled=false") +
-            "); 16-bit inputs stand for an earlier matmul's output");
-  auto& table = r.table("", {"op", "inputs", "output", "autocast off", "documented policy on " + dev.str()});
-  int matches = 0, matmul_16bit = 0, lower_rows = 0, kept_wide = 0, changed = 0;
-  bool addmm_16bit = false, addmm_inplace_same = false;
-  std::string lower_names;
-  for (const auto& op : cases) {
-    torch::Tensor out;
-    {
-      amp::Autocast guard(dev, lowp, /*enabled=*/on);
-      out = op.run();
-    }
+// ---- measure ------------------------------------------------------------------------------------------
+
+struct OpRow {
+  std::string name, inputs;
+  torch::ScalarType got, off, want;  // under autocast, with autocast off, as the policy predicts
+  bool bitwise_same = false;         // the autocast output equals the autocast-off output bit for bit
+  Rule rule = Rule::NoList, cpu = Rule::NoList, cuda = Rule::NoList;
+  bool all_fp32 = true, fp64_input = false;
+};
+
+struct Result {
+  lab::Context ctx;
+  std::vector<OpRow> ops;
+  torch::ScalarType layer_dtype = torch::kFloat;
+  int params = 0, params_fp32 = 0;  // parameters whose value and gradient are fp32
+  double err_amp = 0, err_fp32 = 0, differ_share = 0;
+  NestedDtypes nested{};
+};
+
+Result measure(const lab::Context& ctx) {
+  Result m{.ctx = ctx};
+  const bool on = !ctx.flip;
+  for (const OpCase& op : op_cases(ctx.device, ctx.dtype)) {
+    const torch::Tensor out = under_autocast(ctx.device, ctx.dtype, on, op.run);
     const torch::Tensor off = op.run();  // autocast off: the dtype the op gives by itself
-    const torch::ScalarType got = out.scalar_type();
-    const bool same = got == off.scalar_type() && torch::equal(out, off);
-    changed += got != off.scalar_type();
-    if (op.name == "addmm") addmm_16bit = lab::is_16bit(got);
-    if (op.name == "addmm_ (in-place)") addmm_inplace_same = same;
-    const Rule rule = ctx.cuda() ? op.cuda : op.cpu;
-    const torch::ScalarType want = expected_dtype(rule, op.inputs, lowp, op.explicit_dtype);
-    matches += got == want;
-    bool all_fp32 = true, fp64_input = false;
+    OpRow row{.name = op.name,
+              .inputs = lab::short_names(op.inputs),
+              .got = out.scalar_type(),
+              .off = off.scalar_type(),
+              .rule = ctx.cuda() ? op.cuda : op.cpu,
+              .cpu = op.cpu,
+              .cuda = op.cuda};
+    row.want = expected_dtype(row.rule, op.inputs, ctx.dtype, op.explicit_dtype);
+    row.bitwise_same = row.got == row.off && torch::equal(out, off);
     for (const auto& t : op.inputs) {
-      all_fp32 &= t.scalar_type() == torch::kFloat;
-      fp64_input |= t.scalar_type() == torch::kDouble;
+      row.all_fp32 &= t.scalar_type() == torch::kFloat;
+      row.fp64_input |= t.scalar_type() == torch::kDouble;
     }
-    if (rule == Rule::Lower && all_fp32) {
-      ++lower_rows;
-      matmul_16bit += lab::is_16bit(got);
-      lower_names += (lower_names.empty() ? "" : ", ") + op.name;
-    }
-    if (!lab::is_16bit(got)) ++kept_wide;
-    table.row({op.name, lab::short_names(op.inputs),
-               lab::short_name(got) + (got == want ? "" : "  (expected " + lab::short_name(want) + ")"),
-               lab::short_name(off.scalar_type()) + (same ? ", bitwise equal" : ""), rule_text(rule, lowp, fp64_input)});
+    m.ops.push_back(row);
   }
+
+  torch::nn::Linear layer(torch::nn::LinearOptions(kInFeatures, kOutFeatures));
+  layer->to(ctx.device);
+  const auto x = torch::randn({kBatch, kInFeatures}, torch::TensorOptions().device(ctx.device));
+  const torch::Tensor y_amp = forward_backward(layer, x, ctx.dtype, on);
+  m.layer_dtype = y_amp.scalar_type();
+  for (const auto& p : layer->parameters()) {
+    ++m.params;
+    m.params_fp32 += p.scalar_type() == torch::kFloat && p.grad().scalar_type() == torch::kFloat;
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor y_fp32 = layer->forward(x);
+  const torch::Tensor y_ref =
+      torch::linear(x.to(torch::kDouble), layer->weight.to(torch::kDouble), layer->bias.to(torch::kDouble));
+  m.err_amp = lab::max_rel_error(y_amp, y_ref);
+  m.err_fp32 = lab::max_rel_error(y_fp32, y_ref);
+  m.differ_share = y_amp.to(torch::kFloat).ne(y_fp32).to(torch::kDouble).mean().item<double>();
+
+  const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(ctx.device);
+  m.nested = nested_off(torch::randn({kRows, kCols}, f32), torch::randn({kCols, kCols}, f32), ctx.dtype, on);
+  return m;
+}
+
+// ---- report: every sentence about the ops is generated from the rows -------------------------------------
+
+// "mm, matmul and linear"; "none".
+std::string names_of(const std::vector<const OpRow*>& rows) {
+  std::string out;
+  for (size_t i = 0; i < rows.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == rows.size() ? " and " : ", ") + rows[i]->name;
+  return rows.empty() ? "none" : out;
+}
+
+std::vector<const OpRow*> select(const Result& m, const std::function<bool(const OpRow&)>& keep) {
+  std::vector<const OpRow*> out;
+  for (const OpRow& row : m.ops)
+    if (keep(row)) out.push_back(&row);
+  return out;
+}
+
+bool wide(torch::ScalarType t) {
+  return t == torch::kFloat || t == torch::kDouble;
+}
+
+// An observation that counts rows and names them: "2 of 21 (mse_loss and prod)".
+void observe_rows(lab::Report& r, const Result& m, const std::string& key, const std::string& label,
+                  const std::vector<const OpRow*>& rows) {
+  r.observe(key, label, static_cast<double>(rows.size()), "",
+            lab::count_of(static_cast<long long>(rows.size()), static_cast<long long>(m.ops.size())) +
+                (rows.empty() ? "" : " (" + names_of(rows) + ")"));
+}
+
+// The documented policy, grouped by rule and the dtype it predicts: "float32 list -> fp32: mse_loss, prod".
+void report_policy(const Result& m, lab::Report& r, const std::string& dev) {
+  std::vector<std::pair<std::string, std::string>> groups;
+  for (const OpRow& row : m.ops) {
+    std::string group = rule_name(row.rule);
+    const std::string effect = kRuleWords[static_cast<int>(row.rule)].second;
+    if (row.fp64_input && (row.rule == Rule::Lower || row.rule == Rule::Fp32))
+      group += ", but fp64 is never cast";
+    else if (row.rule != Rule::Lower && row.rule != Rule::Fp32)
+      group += ", " + effect;
+    group += " -> " + lab::short_name(row.want);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == group; });
+    if (it == groups.end())
+      groups.push_back({group, row.name});
+    else
+      it->second += ", " + row.name;
+  }
+  r.detail_section("The autocast policy documented for " + dev + " (aten/src/ATen/autocast_mode.cpp)");
+  for (const auto& [group, names] : groups) r.note(group + ": " + names);
+  for (const OpRow& row : m.ops)
+    if (row.got != row.want)
+      r.note(fmt::format("MISMATCH: {} gave {}, the policy predicts {}", row.name, lab::short_name(row.got),
+                         lab::short_name(row.want)));
   // Where the documented lists differ between the devices, grouped by (CPU rule, CUDA rule).
   std::vector<std::pair<std::pair<Rule, Rule>, std::string>> differ;
-  for (const auto& op : cases) {
-    if (op.cpu == op.cuda) continue;
-    auto it = std::find_if(differ.begin(), differ.end(), [&](const auto& d) { return d.first == std::pair(op.cpu, op.cuda); });
-    if (it == differ.end()) differ.push_back({{op.cpu, op.cuda}, op.name});
-    else it->second += ", " + op.name;
+  for (const OpRow& row : m.ops) {
+    if (row.cpu == row.cuda) continue;
+    auto it = std::find_if(differ.begin(), differ.end(),
+                           [&](const auto& d) { return d.first == std::pair(row.cpu, row.cuda); });
+    if (it == differ.end())
+      differ.push_back({{row.cpu, row.cuda}, row.name});
+    else
+      it->second += ", " + row.name;
   }
+  std::string text;
   for (const auto& [rules, names] : differ)
-    r.note("CPU vs CUDA: " + names + ": " + rule_name(rules.first) + " on CPU, " + rule_name(rules.second) + " on CUDA");
-  const int n = static_cast<int>(cases.size());
-  r.observe("policy_matches", "outputs matching the documented policy", matches, "", lab::count_of(matches, n));
-  r.observe("ops_fp32_or_wider", "ops whose output is fp32 or wider", kept_wide, "", lab::count_of(kept_wide, n));
-  r.observe("ops_changed", "ops whose output dtype autocast changed", changed, "", lab::count_of(changed, n));
+    text += (text.empty() ? "" : "; ") + names + ": " + rule_name(rules.first) + " on the CPU, " +
+            rule_name(rules.second) + " on CUDA";
+  r.observe("device_differences", "CPU and CUDA lists differ", static_cast<double>(differ.size()), "", text);
+}
 
-  // A layer: parameters stay fp32; autocast only computes with 16-bit copies of them.
-  r.section("One Linear(" + std::to_string(kInFeatures) + ", " + std::to_string(kOutFeatures) + ") layer, batch " +
-            std::to_string(kBatch) + ": autocast vs fp32, both against fp64");
-  torch::nn::Linear layer(torch::nn::LinearOptions(kInFeatures, kOutFeatures));
-  layer->to(dev);
-  const auto x = torch::randn({kBatch, kInFeatures}, f32);
-  torch::Tensor y_amp;
-  {
-    amp::Autocast guard(dev, lowp, /*enabled=*/on);
-    y_amp = layer->forward(x);
-  }
-  y_amp.to(torch::kFloat).sum().backward();  // backward outside autocast, as recommended
-  const torch::ScalarType layer_dtype = y_amp.scalar_type();
-  int params_fp32 = 0, params = 0;
-  for (const auto& p : layer->parameters()) {
-    ++params;
-    params_fp32 += p.scalar_type() == torch::kFloat && p.grad().scalar_type() == torch::kFloat;
-  }
-  torch::Tensor y_fp32, y_ref;
-  {
-    torch::NoGradGuard no_grad;
-    y_fp32 = layer->forward(x);
-    y_ref = torch::linear(x.to(torch::kDouble), layer->weight.to(torch::kDouble), layer->bias.to(torch::kDouble));
-  }
-  const double err_amp = lab::max_rel_error(y_amp, y_ref), err_fp32 = lab::max_rel_error(y_fp32, y_ref);
-  const double differ_share = y_amp.to(torch::kFloat).ne(y_fp32).to(torch::kDouble).mean().item<double>();
-  const double eps = lowp == torch::kHalf ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
-  r.observe("autocast_rel_err", "autocast max error vs fp64 (share of max |y|)", err_amp, "", lab::sci(err_amp));
-  r.observe("fp32_rel_err", "fp32 max error vs fp64 (share of max |y|)", err_fp32, "", lab::sci(err_fp32));
-  r.observe("bitwise_differ_share", "outputs not bitwise equal to the fp32 result", differ_share * 100, "%");
+const OpRow* find_op(const Result& m, const std::string& name) {
+  for (const OpRow& row : m.ops)
+    if (row.name == name) return &row;
+  return nullptr;
+}
 
-  // Nesting: an enabled=false region inside an autocast region turns it off, and only there.
-  torch::ScalarType outer, inner, after;
-  bool inner_enabled;
-  {
-    amp::Autocast guard(dev, lowp, /*enabled=*/on);
-    outer = torch::mm(a, b).scalar_type();
-    {
-      amp::Autocast off(dev, lowp, /*enabled=*/false);
-      inner = torch::mm(a, b).scalar_type();
-      inner_enabled = amp::is_autocast_enabled(dev.type());
-    }
-    after = torch::mm(a, b).scalar_type();
-  }
-
-  r.check("every output dtype matches the documented autocast policy for " + dev.str(), matches == n,
-          lab::count_of(matches, n) + " rows match");
-  r.check("autocast chooses per op: " + lower_names + " run in " + lp + ", not every op does",
-          matmul_16bit == lower_rows && kept_wide > 0,
-          std::to_string(matmul_16bit) + " of " + std::to_string(lower_rows) + " matmul-like ops turned fp32 inputs into " +
-              lp + "; " + std::to_string(kept_wide) + " of " + std::to_string(n) + " ops gave fp32 or fp64");
-  r.check("autocast changes an out-of-place op, not an in-place one: addmm gives " + lp +
+void report_checks(const Result& m, lab::Report& r) {
+  const std::string dev = m.ctx.device.str(), lp = lab::short_name(m.ctx.dtype);
+  const int n = static_cast<int>(m.ops.size());
+  const auto matching = select(m, [](const OpRow& o) { return o.got == o.want; });
+  const auto lower = select(m, [](const OpRow& o) { return o.rule == Rule::Lower && o.all_fp32; });
+  const auto lower_16bit =
+      select(m, [](const OpRow& o) { return o.rule == Rule::Lower && o.all_fp32 && lab::is_16bit(o.got); });
+  const auto not_16bit = select(m, [](const OpRow& o) { return !lab::is_16bit(o.got); });
+  const auto changed = select(m, [](const OpRow& o) { return o.got != o.off; });
+  r.check("policy-matches", "every output dtype matches the autocast policy documented for " + dev,
+          static_cast<int>(matching.size()) == n,
+          lab::count_of(static_cast<long long>(matching.size()), n) + " rows match");
+  r.check(
+      "per-op-choice",
+      "autocast chooses per op: " + names_of(lower) + " run in " + lp + ", and not every op does",
+      lower_16bit.size() == lower.size() && !not_16bit.empty(),
+      fmt::format("{} of {} lower-precision-list ops turned fp32 inputs into {}; {} of {} ops gave fp32 or "
+                  "fp64",
+                  lower_16bit.size(), lower.size(), lp, not_16bit.size(), n));
+  const OpRow *addmm = find_op(m, "addmm"), *addmm_ = find_op(m, "addmm_ (in-place)");
+  const bool addmm_16bit = addmm && lab::is_16bit(addmm->got), inplace_same = addmm_ && addmm_->bitwise_same;
+  r.check("in-place-left-alone",
+          "autocast changes an out-of-place op, not an in-place one: addmm gives " + lp +
               ", addmm_ stays bitwise equal to its result with autocast off",
-          addmm_16bit && addmm_inplace_same && changed > 0,
-          "addmm " + std::string(addmm_16bit ? "16-bit" : "not 16-bit") + ", addmm_ " +
-              (addmm_inplace_same ? "bitwise equal" : "differs") + "; " + std::to_string(changed) + " of " +
-              std::to_string(n) + " ops changed dtype");
-  r.check("the layer computes in " + lp + " while its parameters and their gradients stay fp32",
-          lab::is_16bit(layer_dtype) && params_fp32 == params,
-          "output " + lab::short_name(layer_dtype) + "; " + std::to_string(params_fp32) + " of " + std::to_string(params) +
-              " parameters and grads are fp32");
-  r.check("the autocast result is close to, but not bitwise equal to, the fp32 result",
-          differ_share > 0.5 && err_amp < kCloseEpsilons * eps,
-          lab::percent(differ_share) + " of outputs differ (need > 50%); max error " + lab::sci(err_amp) +
-              " < " + lab::num(kCloseEpsilons) + " x eps(" + lp + ") = " + lab::sci(kCloseEpsilons * eps));
-  r.check("a nested Autocast(enabled=false) region turns autocast off, and only there",
-          lab::is_16bit(outer) && inner == torch::kFloat && !inner_enabled && lab::is_16bit(after),
-          "mm gives " + lab::short_name(outer) + " in the region, " + lab::short_name(inner) +
-              " inside the nested region (autocast enabled: " + (inner_enabled ? "yes" : "no") + "), " +
-              lab::short_name(after) + " after it");
-  return r;
+          addmm_16bit && inplace_same && !changed.empty(),
+          fmt::format("addmm {}, addmm_ {}; {} of {} ops changed dtype",
+                      addmm ? lab::short_name(addmm->got) : "?", inplace_same ? "bitwise equal" : "differs",
+                      changed.size(), n));
+  r.check("params-stay-fp32",
+          "the layer computes in " + lp + " while its parameters and their gradients stay fp32",
+          lab::is_16bit(m.layer_dtype) && m.params_fp32 == m.params,
+          fmt::format("output {}; {} of {} parameters and their grads are fp32",
+                      lab::short_name(m.layer_dtype), m.params_fp32, m.params));
+  const double eps = m.ctx.dtype == torch::kHalf ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+  r.check("close-not-bitwise", "the autocast result is close to, but not bitwise equal to, the fp32 result",
+          m.differ_share > kDifferShare && m.err_amp < kCloseEpsilons * eps,
+          fmt::format("{} of outputs differ (need > {}); max error {} < {} x eps({}) = {}",
+                      lab::percent(m.differ_share), lab::percent(kDifferShare, 0), lab::sci(m.err_amp),
+                      lab::num(kCloseEpsilons), lp, lab::sci(kCloseEpsilons * eps)));
+  const NestedDtypes& d = m.nested;
+  r.check("nested-region-off", "a nested Autocast(enabled=false) region turns autocast off, and only there",
+          lab::is_16bit(d.outer) && d.inner == torch::kFloat && !d.inner_enabled && lab::is_16bit(d.after),
+          fmt::format(
+              "mm gives {} in the region, {} inside the nested region (autocast enabled: {}), {} after it",
+              lab::short_name(d.outer), lab::short_name(d.inner), d.inner_enabled ? "yes" : "no",
+              lab::short_name(d.after)));
+}
+
+void report(const Result& m, lab::Report& r) {
+  const std::string dev = m.ctx.device.str(), lp = lab::short_name(m.ctx.dtype);
+  const bool on = !m.ctx.flip;
+  if (!on) r.note("FLIP: the same ops run with autocast disabled (Autocast(..., enabled=false))");
+  r.section(fmt::format("{} ops under Autocast({}, {}{}) and off ({} inputs: a matmul's output)",
+                        m.ops.size(), dev, lp, on ? "" : ", enabled=false", lp));
+  auto& table = r.table("", {"op", "inputs", "autocast", "autocast off"});
+  for (const OpRow& row : m.ops)
+    table.row({row.name, row.inputs, lab::short_name(row.got),
+               lab::short_name(row.off) + (row.bitwise_same ? ", bitwise equal" : "")});
+
+  r.section(fmt::format("One Linear({}, {}) layer, batch {}: autocast and fp32, both against fp64",
+                        kInFeatures, kOutFeatures, kBatch));
+  r.observe("autocast_rel_err", "autocast max error vs fp64 (share of max |y|)", m.err_amp, "",
+            lab::sci(m.err_amp));
+  r.observe("fp32_rel_err", "fp32 max error vs fp64 (share of max |y|)", m.err_fp32, "",
+            lab::sci(m.err_fp32));
+  r.observe("bitwise_differ_share", "outputs not bitwise equal to the fp32 result", m.differ_share * 100,
+            "%");
+
+  report_policy(m, r, dev);
+  const int n = static_cast<int>(m.ops.size());
+  const auto matching = select(m, [](const OpRow& o) { return o.got == o.want; });
+  const auto to_16bit =
+      select(m, [](const OpRow& o) { return lab::is_16bit(o.got) && !lab::is_16bit(o.off); });
+  const auto to_fp32 = select(m, [](const OpRow& o) { return wide(o.got) && !wide(o.off); });
+  const auto kept_wide = select(m, [](const OpRow& o) { return wide(o.got) && o.got == o.off; });
+  const auto kept_16bit = select(m, [](const OpRow& o) { return lab::is_16bit(o.got) && o.got == o.off; });
+  const auto fp32_or_wider = select(m, [](const OpRow& o) { return wide(o.got); });
+  const auto changed = select(m, [](const OpRow& o) { return o.got != o.off; });
+  const auto left_alone = select(
+      m, [](const OpRow& o) { return o.rule == Rule::InPlace || o.rule == Rule::Explicit || o.fp64_input; });
+  r.detail_section("The table, counted");
+  r.observe("layer_params_fp32", "the Linear layer under autocast", m.params_fp32, "",
+            fmt::format("{} output, with {} of {} parameters and their gradients in fp32",
+                        lab::short_name(m.layer_dtype), m.params_fp32, m.params));
+  r.observe("policy_matches", "outputs matching the documented policy", matching.size(), "",
+            lab::count_of(static_cast<long long>(matching.size()), n));
+  observe_rows(r, m, "ops_changed", "ops whose output dtype autocast changed", changed);
+  observe_rows(r, m, "ops_to_16bit", "ops autocast moved to " + lp, to_16bit);
+  observe_rows(r, m, "ops_to_fp32", "ops autocast moved to fp32", to_fp32);
+  observe_rows(r, m, "ops_fp32_or_wider", "ops whose output is fp32 or wider under autocast", fp32_or_wider);
+  observe_rows(r, m, "ops_kept_wide", "ops fp32 or wider with and without autocast", kept_wide);
+  observe_rows(r, m, "ops_kept_16bit", "ops left in the 16-bit type of their inputs", kept_16bit);
+  std::string alone;
+  bool all_same = !left_alone.empty();
+  for (const OpRow* o : left_alone) {
+    alone += fmt::format("{}{} gave {}", alone.empty() ? "" : ", ", o->name, lab::short_name(o->got));
+    all_same &= o->bitwise_same;
+  }
+  r.observe("ops_left_alone", "in-place, explicit-dtype and fp64 ops", static_cast<double>(left_alone.size()),
+            "", alone + (all_same ? ", each bitwise equal to its result with autocast off" : ""));
+  report_checks(m, r);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("autocast-policy", /*question=*/8, "What autocast does: a dtype per op",
-                 /*heading=*/"Twenty-one ops under autocast and without it: the dtype each one returns", run,
-                 /*provides=*/{"policy_matches", "ops_fp32_or_wider", "ops_changed", "autocast_rel_err", "fp32_rel_err",
-                               "bitwise_differ_share"});
+AMP_LAB(measure, report);

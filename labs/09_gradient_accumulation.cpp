@@ -1,17 +1,20 @@
 // Lab 09: gradient accumulation with a GradScaler (PyTorch's AMP examples, "Gradient accumulation"; Q9).
 //
-// An effective batch of 64 samples is split into 4 micro-batches. Each micro-batch's loss is divided by 4,
-// scaled and back-propagated, so the gradients add up in .grad; unscale_/step/update run once per effective
-// batch. The lab compares one such accumulated step with one step on the whole batch (fp32, then fp16
-// autocast, each against a float64 reference), then trains with a scaler whose scale moves (it starts
-// too high, backs off, and grows every 2 clean steps) and records the scale every micro-batch was
-// multiplied by.
+// A batch of 64 samples is split into 4 micro-batches. Each micro-batch's loss is divided by 4, scaled and
+// back-propagated, so .grad sums scaled gradients; unscale_, step and update run once, after the last one.
+// The lab compares that update of the weights with one SGD step on the whole batch (fp32, and fp16
+// autocast, each against float64), runs the other orders the question offers on the same batch (update()
+// after every micro-batch, which update() allows only after an unscale_ or a step), then trains with a
+// scale that moves (it starts too high, backs off, grows every 2 clean steps) and compares every applied
+// update with the fp32 whole-batch step at the same weights.
 //
-// Run alone:  build/bin/lab09_gradient_accumulation [--device cpu|cuda] [--quick] [--flip] [--json]
-// (fp16 whatever --dtype says: the dtype a GradScaler exists for)
-// --flip: the plain loop's step() and update() run after every micro-batch, as a naive port of the
-//         one-batch loop would: the scale moves mid-batch and the accumulated gradients mix factors.
+// Run:  build/bin/lab09_gradient_accumulation [--device cpu|cuda] [--quick] [--seed N] [--json]
+//       (fp16 whatever --dtype says: the type a GradScaler exists for)
+// --flip: the lab's own loop steps and updates after every micro-batch (the one-batch loop, unchanged,
+//         inside the accumulation loop): checks accumulated-equals-whole-fp32,
+//         accumulated-within-fp16-error and moving-scale-steps-match fail.
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,176 +25,457 @@
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
 #include "lab/registry.h"
-#include "lab/underflow.h"  // copy_params
 #include "lab/report.h"
 
 namespace {
 
-constexpr int64_t kIn = 32, kHidden = 64, kOut = 8;  // a two-layer MLP regressor
-constexpr int64_t kMicro = 4;                        // micro-batches per effective batch
-constexpr int64_t kMicroBatch = 16;                  // samples per micro-batch
+constexpr int64_t kIn = 32, kHidden = 64, kOut = 8;  // a two-layer tanh MLP regressor, its teacher alike
+constexpr int64_t kMicro = 4;                        // micro-batches per optimizer step
+constexpr int64_t kMicroBatch = 16;                  // samples per micro-batch: 64 per step
 constexpr double kLr = 0.05;                         // SGD learning rate
-constexpr double kInitScale = 1u << 30;              // far too high: the first steps overflow and back off
-constexpr int64_t kGrowthInterval = 2;               // grow after 2 clean steps, so the scale keeps moving
-constexpr double kFp32Tol = 1e-5;                    // fp32: accumulated vs whole batch, relative, summation order only
-constexpr double kFp16TolFactor = 3.0;               // fp16: within 3x the whole batch's own error vs float64
+constexpr double kCompareScale = 1024;               // the one-batch comparison: no overflow, no growth
+constexpr double kInitScale = 1 << 24;  // training: far too high, the first steps overflow and back off
+constexpr int64_t kGrowthInterval = 2;  // training: the scale doubles after 2 clean steps (PyTorch: 2000)
+constexpr double kFp32Tol = 1e-5;       // fp32 accumulated vs whole batch: summation order only
+constexpr double kFp16TolFactor = 3.0;  // fp16: within 3x the whole batch's own fp16 error vs float64
+constexpr double kMovedFactor = 100.0;  // "moved": at least 100x fp32's summation-order difference
+constexpr double kSameInBoth = 0.1;     // fp16's difference within 10% of fp32's: not fp16's doing
 
-using lab::underflow::Params;  // here: w1, b1, w2, b2
-using lab::underflow::copy_params;
-
-torch::Tensor forward(const Params& p, const torch::Tensor& x) {
-  return torch::linear(torch::tanh(torch::linear(x, p[0], p[1])), p[2], p[3]);
+torch::Tensor micro(const torch::Tensor& t, int64_t m) {
+  return t.narrow(/*dim=*/0, m * kMicroBatch, kMicroBatch);
 }
 
-torch::Tensor flat(const Params& p) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& t : p) parts.push_back(t.detach().to(torch::kDouble).flatten());
-  return torch::cat(parts);
-}
+// ---- The AMP code ----------------------------------------------------------------------------------------
 
-double rel(const torch::Tensor& a, const torch::Tensor& b) { return ((a - b).norm() / b.norm()).item<double>(); }
-
-struct Loop {
-  torch::Device device;
-  std::optional<torch::ScalarType> autocast;  // nullopt: fp32
-  bool naive = false;                         // --flip: step and update after every micro-batch
-};
-
-// One effective batch (x, y split into kMicro micro-batches); returns the scale each micro-batch used.
-std::vector<double> accumulate(const Loop& loop, Params& p, torch::optim::SGD& opt, amp::GradScaler& scaler,
-                               const torch::Tensor& x, const torch::Tensor& y, int* skipped) {
-  std::vector<double> scales;
+// One update of the weights from kMicro micro-batches, PyTorch's recipe. Each loss is divided by kMicro (the
+// mean over the whole batch), scaled and back-propagated: .grad sums gradients that all carry one scale.
+// unscale_ (inside step), step and update run after the last micro-batch. Returns whether it stepped.
+bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
   for (int64_t m = 0; m < kMicro; ++m) {
-    const auto xs = x.narrow(/*dim=*/0, m * kMicroBatch, kMicroBatch), ys = y.narrow(/*dim=*/0, m * kMicroBatch, kMicroBatch);
     torch::Tensor loss;
     {
-      amp::Autocast ac(loop.device, loop.autocast.value_or(torch::kHalf), /*enabled=*/loop.autocast.has_value());
-      loss = torch::mse_loss(forward(p, xs), ys) / static_cast<double>(kMicro);  // the mean over the whole batch
+      amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);  // forward and loss only
+      loss = torch::mse_loss(model->forward(micro(x, m)), micro(y, m)) / static_cast<double>(kMicro);
     }
-    scales.push_back(scaler.get_scale());
-    scaler.scale(loss).backward();  // .grad accumulates scaled gradients
-    if (loop.naive || m == kMicro - 1) {
-      *skipped += !scaler.step(opt);
-      scaler.update();
-    }
+    scaler.scale(loss).backward();  // adds this micro-batch's scaled gradients to .grad
   }
-  return scales;
+  const bool stepped = scaler.step(opt);  // unscales the sum in place; skipped if it holds inf/NaN
+  scaler.update();                        // the next scale, from this step's inf check
+  return stepped;
 }
 
-// The same step taken on the whole batch at once.
-void whole(const Loop& loop, Params& p, torch::optim::SGD& opt, amp::GradScaler& scaler, const torch::Tensor& x,
-           const torch::Tensor& y) {
+// The ordinary step on the whole batch at once, for comparison.
+bool whole_batch(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                 bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
   torch::Tensor loss;
   {
-    amp::Autocast ac(loop.device, loop.autocast.value_or(torch::kHalf), /*enabled=*/loop.autocast.has_value());
-    loss = torch::mse_loss(forward(p, x), y);
+    amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);
+    loss = torch::mse_loss(model->forward(x), y);
   }
   scaler.scale(loss).backward();
-  scaler.step(opt);
+  const bool stepped = scaler.step(opt);
   scaler.update();
+  return stepped;
 }
 
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("gradient-accumulation", "Accumulate scaled gradients over micro-batches; unscale, step and update once per batch");
-  const torch::Device dev = ctx.device;
-  const int64_t batch = kMicro * kMicroBatch;
-  r.note(fmt::format("dtypes: fp32 parameters; fp16 autocast forward; float64 reference; effective batch {} = {} x {}",
-                     batch, kMicro, kMicroBatch));
-  if (ctx.flip) r.note("FLIP: step() and update() after every micro-batch (the one-batch loop, unchanged)");
+// ---- The other orders the question offers, run on the same batch ---------------------------------------
 
-  Params init = {torch::randn({kHidden, kIn}, torch::device(dev)) / std::sqrt(double(kIn)),
-                 torch::zeros({kHidden}, torch::device(dev)),
-                 torch::randn({kOut, kHidden}, torch::device(dev)) / std::sqrt(double(kHidden)),
-                 torch::zeros({kOut}, torch::device(dev))};
-  const auto teacher = copy_params(init);
-  for (auto& t : teacher) t.detach().normal_();
+enum class Order {
+  StepEach,     // backward, step, update after every micro-batch (--flip: the lab's own loop)
+  UnscaleEach,  // backward, unscale_, update after every micro-batch; one step at the end
+  UpdateEach,   // backward, update after every micro-batch (refused: no inf check since the last update)
+};
 
-  // One effective batch: accumulated vs whole, from the same start. SGD: the step is -lr * gradient.
-  const auto x = torch::randn({batch, kIn}, torch::device(dev));
-  torch::Tensor y;
-  {
-    torch::NoGradGuard no_grad;
-    y = forward(teacher, x);
+// update() after every micro-batch: it needs an inf check since the last update(), from unscale_ or step.
+// .grad is zeroed once, as accumulation needs. Returns the optimizer steps applied; `scales` receives the
+// scale each micro-batch's loss was multiplied by. Throws amp::GradScalerError where update() refuses.
+int update_each(Order order, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
+                amp::GradScaler& scaler, bool autocast, const torch::Tensor& x, const torch::Tensor& y,
+                std::vector<double>* scales = nullptr) {
+  opt.zero_grad();
+  int applied = 0;
+  for (int64_t m = 0; m < kMicro; ++m) {
+    torch::Tensor loss;
+    {
+      amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);
+      loss = torch::mse_loss(model->forward(micro(x, m)), micro(y, m)) / static_cast<double>(kMicro);
+    }
+    if (scales) scales->push_back(scaler.get_scale());
+    scaler.scale(loss).backward();  // added to what .grad holds: earlier gradients, already unscaled
+    if (order == Order::StepEach) applied += scaler.step(opt);  // unscales all of .grad in place, steps
+    if (order == Order::UnscaleEach) scaler.unscale_(opt);      // divides all of .grad by the scale again
+    scaler.update();
   }
-  const auto start = flat(init);
-  auto step_of = [&](std::optional<torch::ScalarType> ac, bool accumulated, bool naive, torch::ScalarType pdtype) {
-    Params p = copy_params(init, pdtype);
-    torch::optim::SGD opt(p, torch::optim::SGDOptions(kLr));
-    amp::GradScaler scaler(dev, {.init_scale = 1024.0, .enabled = pdtype == torch::kFloat});
-    const Loop loop{dev, ac, naive};
-    int skipped = 0;
-    if (accumulated) accumulate(loop, p, opt, scaler, x.to(pdtype), y.to(pdtype), &skipped);
-    else whole(loop, p, opt, scaler, x.to(pdtype), y.to(pdtype));
-    return flat(p) - start;
+  if (order == Order::UnscaleEach) {
+    applied += scaler.step(opt);  // after update(), step() unscales .grad once more
+    scaler.update();
+  }
+  return applied;
+}
+
+// ---- measure -----------------------------------------------------------------------------------------
+
+struct Setup {
+  torch::nn::Sequential start, teacher;
+  torch::Tensor x, y;  // the compared batch
+};
+
+struct Compared {  // one loop over the compared batch, from the same start
+  std::string loop;
+  int steps = 0;                // optimizer steps applied; -1: refused
+  double vs_whole[2] = {0, 0};  // relative difference of the update to the whole batch's: fp32, fp16 autocast
+  double size_ratio = 0;        // |update| / |whole batch's update|, fp16
+  int scale_changes = 0;        // changes of the scale during the batch
+  std::string error;
+};
+
+struct Result {
+  lab::Context ctx;
+  double whole_error[2] = {0, 0};      // the whole batch's update vs float64: fp32, fp16 autocast
+  std::vector<Compared> loops;         // accumulated (the lab's loop), then the orders above
+  double separate_steps_vs_whole = 0;  // 4 steps with zero_grad before each: nothing mixed in .grad
+  // Training with a moving scale, the lab's loop:
+  int64_t batches = 0;
+  std::vector<double> batch_scales;  // the scale at the start of each batch
+  std::vector<double> micro_scales;  // the scale of every micro-batch (--flip: recorded by update_each)
+  int skipped = 0, applied = 0;
+  double worst_applied = 0;  // worst applied update vs the fp32 whole-batch step at the same weights
+  double final_scale = 0;
+};
+
+// A tanh MLP with these weights and biases (w1, b1, w2, b2), its sizes taken from them.
+torch::nn::Sequential mlp_with(const std::vector<torch::Tensor>& p) {
+  torch::nn::Sequential m(torch::nn::Linear(p[0].size(1), p[0].size(0)), torch::nn::Tanh(),
+                          torch::nn::Linear(p[2].size(1), p[2].size(0)));
+  torch::NoGradGuard no_grad;
+  m->to(p[0].device());
+  const auto params = m->parameters();  // w1, b1, w2, b2
+  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(p[i]);
+  return m;
+}
+
+// The student's start (weights ~ N(0, 1/fan_in), zero biases) and a teacher with N(0, 1) weights and
+// biases, whose larger outputs are the targets; then `batch` inputs. Drawn in this order, before any
+// module is made (a Linear draws its own initial weights).
+struct Drawn {
+  std::vector<torch::Tensor> start, teacher;
+  torch::Tensor x;
+};
+Drawn draw(torch::Device dev, torch::IntArrayRef batch) {
+  const auto o = torch::device(dev);
+  Drawn d{.start = {torch::randn({kHidden, kIn}, o) / std::sqrt(double(kIn)), torch::zeros({kHidden}, o),
+                    torch::randn({kOut, kHidden}, o) / std::sqrt(double(kHidden)), torch::zeros({kOut}, o)}};
+  for (const auto& t : d.start) d.teacher.push_back(torch::empty_like(t).normal_());
+  d.x = torch::randn(batch, o);
+  return d;
+}
+
+torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype = torch::kFloat) {
+  auto c = torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
+  c->to(dtype);
+  return c;
+}
+
+torch::Tensor flat(const torch::nn::Sequential& m) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : m->parameters()) parts.push_back(p.detach().to(torch::kDouble).flatten());
+  return torch::cat(parts);
+}
+
+double rel(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a - b).norm() / b.norm()).item<double>();
+}
+
+torch::optim::SGD make_opt(torch::nn::Sequential& m) {
+  return torch::optim::SGD(m->parameters(), torch::optim::SGDOptions(kLr));
+}
+
+amp::GradScaler compare_scaler(torch::Device dev, bool enabled = true) {
+  return amp::GradScaler(dev, {.init_scale = kCompareScale, .enabled = enabled});
+}
+
+// The update one loop makes to the start's weights on the compared batch.
+template <class Loop>
+torch::Tensor update_of(const Setup& s, torch::ScalarType dtype, Loop loop) {
+  torch::nn::Sequential m = copy_of(s.start, dtype);
+  auto opt = make_opt(m);
+  loop(m, opt, s.x.to(dtype), s.y.to(dtype));
+  return flat(m) - flat(s.start);
+}
+
+// Every loop on the compared batch, fp32 and fp16 autocast, against the whole batch's update.
+void compare_loops(const Setup& s, bool flip, Result& r) {
+  const torch::Device dev = s.x.device();
+  const auto ref = update_of(s, torch::kDouble, [&](auto& m, auto& opt, auto x, auto y) {
+    auto off = compare_scaler(dev, /*enabled=*/false);
+    whole_batch(m, opt, off, false, x, y);
+  });
+  struct Spec {
+    std::string loop;
+    std::optional<Order> order;  // nullopt: the recipe (--flip: StepEach)
   };
-  const auto ref = step_of(std::nullopt, /*accumulated=*/false, false, torch::kDouble);
-  auto& t = r.table("One effective batch from the same start: the step, compared", {"precision", "loop", "vs whole batch", "vs float64"});
-  double diff[2] = {0, 0}, whole_err[2] = {0, 0};
+  const std::vector<Spec> specs = {{"4x backward; unscale_, step, update", std::nullopt},
+                                   {"4x (backward, step, update)", Order::StepEach},
+                                   {"4x (backward, unscale_, update); step", Order::UnscaleEach},
+                                   {"4x (backward, update)", Order::UpdateEach}};
+  for (const Spec& spec : specs) r.loops.push_back({.loop = spec.loop});
+  if (flip) r.loops[0].loop = "(flip) 4x (backward, step, update)";
   for (int i = 0; i < 2; ++i) {
-    const auto ac = i == 0 ? std::nullopt : std::optional<torch::ScalarType>(torch::kHalf);
-    const auto big = step_of(ac, false, false, torch::kFloat);
-    const auto acc = step_of(ac, true, ctx.flip, torch::kFloat);
-    diff[i] = rel(acc, big);
-    whole_err[i] = rel(big, ref);
-    const char* name = i == 0 ? "fp32" : "fp16 autocast";
-    t.row({name, "whole batch", "-", lab::sci(whole_err[i])});
-    t.row({name, fmt::format("{} micro-batches", kMicro), lab::sci(diff[i]), lab::sci(rel(acc, ref))});
+    const bool ac = i == 1;
+    const auto whole = update_of(s, torch::kFloat, [&](auto& m, auto& opt, auto x, auto y) {
+      auto scaler = compare_scaler(dev);
+      whole_batch(m, opt, scaler, ac, x, y);
+    });
+    r.whole_error[i] = rel(whole, ref);
+    for (size_t k = 0; k < specs.size(); ++k) {
+      Compared& c = r.loops[k];
+      std::optional<Order> order = specs[k].order;
+      if (!order && flip) order = Order::StepEach;
+      try {
+        std::vector<double> scales;
+        const auto upd = update_of(s, torch::kFloat, [&](auto& m, auto& opt, auto x, auto y) {
+          auto scaler = compare_scaler(dev);
+          c.steps = order ? update_each(*order, m, opt, scaler, ac, x, y, &scales)
+                          : accumulate(m, opt, scaler, ac, x, y);
+        });
+        c.vs_whole[i] = rel(upd, whole);
+        c.size_ratio = (upd.norm() / whole.norm()).item<double>();
+        c.scale_changes = 0;  // the recipe: one scale for all micro-batches, update() only at the end
+        for (size_t j = 1; j < scales.size(); ++j) c.scale_changes += scales[j] != scales[j - 1];
+      } catch (const amp::GradScalerError& e) {
+        c.steps = -1;
+        c.error = e.what();
+      }
+    }
   }
-  r.observe("micro_batches", "micro-batches per effective batch", kMicro);
-  r.observe("accum_vs_whole_fp32", "fp32: accumulated step vs whole-batch step (relative)", diff[0], "", lab::sci(diff[0]));
-  r.observe("accum_vs_whole_fp16", "fp16: accumulated step vs whole-batch step (relative)", diff[1], "", lab::sci(diff[1]));
-  r.observe("whole_error_fp16", "fp16: whole-batch step vs float64 (relative)", whole_err[1], "", lab::sci(whole_err[1]));
+}
 
-  // Training with a moving scale: which scale did each micro-batch's loss get?
-  const int64_t batches = ctx.size(24, 48, 12);
-  Params p = copy_params(init);
-  torch::optim::SGD opt(p, torch::optim::SGDOptions(kLr));
-  amp::GradScaler scaler(dev, {.init_scale = kInitScale, .growth_interval = kGrowthInterval});
-  const Loop loop{dev, torch::kHalf, ctx.flip};
-  int skipped = 0, mid_changes = 0, boundary_changes = 0;
-  std::vector<double> all;
-  for (int64_t b = 0; b < batches; ++b) {
-    const auto xb = torch::randn({batch, kIn}, torch::device(dev));
-    torch::Tensor yb;
+// Four separate steps, .grad zeroed before each: the extra steps alone, nothing mixed in .grad. Returns their
+// update's relative difference to the whole batch's (fp32).
+double separate_steps(const Setup& s) {
+  const torch::Device dev = s.x.device();
+  const auto whole = update_of(s, torch::kFloat, [&](auto& m, auto& opt, auto x, auto y) {
+    auto scaler = compare_scaler(dev);
+    whole_batch(m, opt, scaler, /*autocast=*/false, x, y);
+  });
+  const auto four = update_of(s, torch::kFloat, [&](auto& m, auto& opt, auto x, auto y) {
+    auto scaler = compare_scaler(dev);
+    for (int64_t k = 0; k < kMicro; ++k) {
+      opt.zero_grad();
+      scaler.scale(torch::mse_loss(m->forward(micro(x, k)), micro(y, k)) / double(kMicro)).backward();
+      scaler.step(opt);
+      scaler.update();
+    }
+  });
+  return rel(four, whole);
+}
+
+// The fp32 whole-batch SGD step at the model's current weights (no scaler: the reference).
+torch::Tensor fp32_step(const torch::nn::Sequential& model, const torch::Tensor& x, const torch::Tensor& y) {
+  torch::nn::Sequential m = copy_of(model);
+  auto opt = make_opt(m);
+  auto off = compare_scaler(x.device(), /*enabled=*/false);
+  const auto before = flat(m);
+  whole_batch(m, opt, off, false, x, y);
+  return flat(m) - before;
+}
+
+// Training with a scale that moves between batches: the lab's loop (--flip: update after every micro-batch).
+void train(Setup& s, bool flip, Result& r) {
+  torch::nn::Sequential model = copy_of(s.start);
+  auto opt = make_opt(model);
+  amp::GradScaler scaler(s.x.device(), {.init_scale = kInitScale, .growth_interval = kGrowthInterval});
+  for (int64_t b = 0; b < r.batches; ++b) {
+    const auto x = torch::randn({kMicro * kMicroBatch, kIn}, s.x.options());
+    torch::Tensor y;
     {
       torch::NoGradGuard no_grad;
-      yb = forward(teacher, xb);
+      y = s.teacher->forward(x);
     }
-    const auto scales = accumulate(loop, p, opt, scaler, xb, yb, &skipped);
-    for (size_t m = 0; m < scales.size(); ++m) {
-      if (!all.empty() && scales[m] != all.back()) (m == 0 ? boundary_changes : mid_changes)++;
-      all.push_back(scales[m]);
+    const auto ref = fp32_step(model, x, y), before = flat(model);
+    r.batch_scales.push_back(scaler.get_scale());
+    if (flip) {
+      update_each(Order::StepEach, model, opt, scaler, /*autocast=*/true, x, y, &r.micro_scales);
+    } else {
+      r.micro_scales.insert(r.micro_scales.end(), kMicro, scaler.get_scale());
+      accumulate(model, opt, scaler, /*autocast=*/true, x, y);
     }
+    const auto upd = flat(model) - before;
+    if (upd.abs().max().item<double>() == 0) {
+      ++r.skipped;
+      continue;
+    }
+    ++r.applied;
+    r.worst_applied = std::max(r.worst_applied, rel(upd, ref));
   }
-  r.section(fmt::format("{} effective batches of {} micro-batches, GradScaler from 2^30, growth_interval {}", batches,
-                        kMicro, kGrowthInterval));
-  r.chart(lab::sparkline("scale each micro-batch's loss was multiplied by (log2)", all, /*log2_scale=*/true));
-  r.observe("scale_changes_mid_batch", "scale changes inside an effective batch", mid_changes);
-  r.observe("scale_changes_at_boundaries", "scale changes between effective batches", boundary_changes);
-  r.observe("skipped_steps", "optimizer steps skipped (inf/NaN gradients)", skipped);
-  r.observe("final_scale", "final scale", scaler.get_scale(), "", fmt::format("2^{:.0f}", std::log2(scaler.get_scale())));
+  r.final_scale = scaler.get_scale();
+}
 
-  r.check("in fp32, N micro-batches give the same step as one big batch, to fp32 rounding", diff[0] <= kFp32Tol,
-          fmt::format("relative difference {} (need <= {})", lab::sci(diff[0]), lab::sci(kFp32Tol, 1)));
-  r.check("under fp16 autocast, the accumulated step is within the whole batch's own fp16 error",
-          diff[1] <= kFp16TolFactor * whole_err[1],
-          fmt::format("{} vs whole batch; the whole batch is {} from float64 (need <= {}x that)", lab::sci(diff[1]),
-                      lab::sci(whole_err[1]), kFp16TolFactor));
-  r.check("the scale changes only between effective batches, never inside one",
-          mid_changes == 0 && boundary_changes > 0,
-          fmt::format("{} changes inside, {} between batches", mid_changes, boundary_changes));
-  r.takeaway("Divide each micro-batch's loss by their number, scale and back-propagate each one, and call unscale_, "
-             "step and update once per effective batch: every gradient summed in .grad then carries the same scale.");
+Result measure(const lab::Context& ctx) {
+  Result r{.ctx = ctx, .batches = ctx.size(24, 48, 12)};
+  const Drawn d = draw(ctx.device, {kMicro * kMicroBatch, kIn});
+  Setup s{.start = mlp_with(d.start), .teacher = mlp_with(d.teacher), .x = d.x};
+  {
+    torch::NoGradGuard no_grad;
+    s.y = s.teacher->forward(s.x);
+  }
+  compare_loops(s, ctx.flip, r);
+  r.separate_steps_vs_whole = separate_steps(s);
+  train(s, ctx.flip, r);
   return r;
+}
+
+// ---- report ------------------------------------------------------------------------------------------
+
+int changes(const std::vector<double>& v, size_t stride, bool inside) {
+  int n = 0;
+  for (size_t i = 1; i < v.size(); ++i)
+    if (v[i] != v[i - 1] && ((i % stride != 0) == inside)) ++n;
+  return n;
+}
+
+std::string cell(double v) {
+  return lab::sci(v, 2);
+}
+
+void report_compared(const Result& m, lab::Report& r) {
+  r.section(fmt::format("One batch of {} = {} micro-batches of {}, SGD from the same start, scale {}",
+                        kMicro * kMicroBatch, kMicro, kMicroBatch, lab::num(kCompareScale)));
+  auto& t = r.table("", {"loop over the micro-batches", "steps", "fp32 vs whole", "fp16 vs whole"});
+  t.row({fmt::format("the whole batch of {}", kMicro * kMicroBatch), "1", "-", "-"});
+  int scale_changes = 0;
+  for (const Compared& c : m.loops) {
+    if (c.steps < 0) {
+      t.row({c.loop, "-", "refused", "refused"});
+      continue;
+    }
+    scale_changes += c.scale_changes;
+    t.row({c.loop, std::to_string(c.steps), cell(c.vs_whole[0]), cell(c.vs_whole[1])});
+  }
+  r.note(fmt::format("the whole batch vs float64: fp32 {}, fp16 autocast {}", cell(m.whole_error[0]),
+                     cell(m.whole_error[1])));
+  r.note(fmt::format("scale changes during the batch, all loops: {}", scale_changes));
+  for (const Compared& c : m.loops)
+    if (c.steps < 0) r.note("refused: amp::GradScalerError: " + c.error);
+}
+
+void report_training(const Result& m, lab::Report& r) {
+  r.section(
+      fmt::format("{} batches of {} micro-batches in fp16, GradScaler from 2^{:.0f}, growth_interval {}",
+                  m.batches, kMicro, std::log2(kInitScale), kGrowthInterval));
+  r.chart(lab::sparkline("the scale at the start of each batch (log2)", m.batch_scales, /*log2_scale=*/true));
+  r.observe("skipped_steps", "batches skipped (inf/NaN gradients)", m.skipped);
+  r.observe("scale_changes_at_boundaries", "scale changes between batches",
+            changes(m.micro_scales, kMicro, /*inside=*/false));
+  r.observe("moving_scale_worst", "worst applied update vs fp32's whole-batch step", m.worst_applied, "",
+            lab::sci(m.worst_applied));
+  r.observe("applied_batches", "batches applied", m.applied);
+}
+
+void add_checks(const Result& m, lab::Report& r) {
+  const Compared &acc = m.loops[0], &each = m.loops[1];
+  r.check(
+      "accumulated-equals-whole-fp32",
+      "in fp32, the accumulated micro-batches give the whole batch's update, to summation order",
+      acc.vs_whole[0] <= kFp32Tol,
+      fmt::format("relative difference {} (need <= {})", lab::sci(acc.vs_whole[0]), lab::sci(kFp32Tol, 1)));
+  r.check("accumulated-within-fp16-error",
+          "under fp16 autocast, the accumulated update is within the whole batch's own fp16 error",
+          acc.vs_whole[1] <= kFp16TolFactor * m.whole_error[1],
+          fmt::format("{} from the whole batch's, which is {} from float64 (need <= {}x that)",
+                      lab::sci(acc.vs_whole[1]), lab::sci(m.whole_error[1]), kFp16TolFactor));
+  const double both = each.vs_whole[1] / each.vs_whole[0];
+  r.check(
+      "update-each-not-the-scale",
+      "update() after every micro-batch, with the step it needs, takes 4 steps and moves the update as "
+      "much in fp32 as in fp16, with the scale unchanged",
+      each.steps == kMicro && each.vs_whole[0] >= kMovedFactor * kFp32Tol &&
+          std::abs(both - 1) <= kSameInBoth && each.scale_changes == 0,
+      fmt::format("{} steps; {} (fp32) and {} (fp16) from the whole batch's update, {:.3f}x (need >= {} "
+                  "and within {}); {} scale changes",
+                  each.steps, lab::sci(each.vs_whole[0]), lab::sci(each.vs_whole[1]), both,
+                  lab::sci(kMovedFactor * kFp32Tol, 1), lab::percent(kSameInBoth, 0), each.scale_changes));
+  r.check("moving-scale-steps-match",
+          "while the scale moved between batches, every applied update was the fp32 whole-batch step at the "
+          "same weights, to fp16 rounding",
+          m.applied > 0 && m.worst_applied <= kFp16TolFactor * m.whole_error[1],
+          fmt::format("worst {} over {} applied batches, {} skipped (need <= {}x the whole batch's fp16 "
+                      "error, {})",
+                      lab::sci(m.worst_applied), m.applied, m.skipped, kFp16TolFactor,
+                      lab::sci(m.whole_error[1])));
+}
+
+void report_details(const Result& m, lab::Report& r) {
+  const Compared &acc = m.loops[0], &step_each = m.loops[1], &unscale_each = m.loops[2];
+  r.detail_section("What the loops did");
+  r.observe("micro_batches", "micro-batches per optimizer step", kMicro);
+  r.observe("accum_vs_whole_fp32", "fp32: accumulated update vs the whole batch's (relative)",
+            acc.vs_whole[0], "", lab::sci(acc.vs_whole[0]));
+  r.observe("accum_vs_whole_fp16", "fp16: accumulated update vs the whole batch's (relative)",
+            acc.vs_whole[1], "", lab::sci(acc.vs_whole[1]));
+  r.observe("whole_error_fp16", "fp16: the whole batch's update vs float64 (relative)", m.whole_error[1], "",
+            lab::sci(m.whole_error[1]));
+  r.observe("each_step_steps", "per-micro-batch step+update: optimizer steps", step_each.steps);
+  r.observe("each_step_vs_whole_fp32", "per-micro-batch step+update vs whole, fp32", step_each.vs_whole[0],
+            "", lab::sci(step_each.vs_whole[0]));
+  r.observe("each_step_vs_whole_fp16", "per-micro-batch step+update vs whole, fp16", step_each.vs_whole[1],
+            "", lab::sci(step_each.vs_whole[1]));
+  r.observe("each_step_scale_changes", "per-micro-batch step+update: scale changes", step_each.scale_changes);
+  r.observe("separate_steps_vs_whole", "4 steps, .grad zeroed before each, vs whole (fp32)",
+            m.separate_steps_vs_whole, "", lab::sci(m.separate_steps_vs_whole));
+  r.observe("each_unscale_size", "per-micro-batch unscale_+update: |update| / whole's",
+            unscale_each.size_ratio, "x", fmt::format("{}x", lab::sci(unscale_each.size_ratio)));
+  const bool refused = m.loops[3].steps < 0;
+  r.observe("update_alone_refused", "update() after a backward alone refused (1 = yes)", refused, "",
+            refused ? "yes" : "no");
+  r.observe("compare_scale", "the compared batch's scale", kCompareScale);
+  r.observe("init_scale", "training: initial scale", kInitScale, "",
+            fmt::format("2^{:.0f}", std::log2(kInitScale)));
+  r.observe("growth_interval", "training: clean steps before the scale doubles", kGrowthInterval);
+  r.observe("scale_changes_mid_batch", "training: scale changes inside a batch",
+            changes(m.micro_scales, kMicro, /*inside=*/true));
+  r.observe("final_scale", "training: final scale", m.final_scale, "",
+            fmt::format("2^{:.0f}", std::log2(m.final_scale)));
+}
+
+void report_explained(const Result& m, lab::Report& r) {
+  const Compared &step_each = m.loops[1], &unscale_each = m.loops[2];
+  r.note(fmt::format(
+      "4x (backward, step, update): update() needs an inf check since the last update(), so every "
+      "micro-batch steps: {} optimizer steps, each on one micro-batch's share of the loss, at weights the "
+      "steps before "
+      "had moved. With .grad zeroed before each (nothing mixed) the update is {} from the whole batch's; "
+      "accumulated in .grad, whose earlier gradients step() had unscaled in place and the next step() "
+      "divides again, {}. The scale did not move ({} changes) and fp32 and fp16 differ alike: the extra "
+      "steps do it.",
+      step_each.steps, lab::sci(m.separate_steps_vs_whole), lab::sci(step_each.vs_whole[0]),
+      step_each.scale_changes));
+  r.note(fmt::format(
+      "4x (backward, unscale_, update); step: every unscale_ divides all of .grad by the scale, the "
+      "earlier micro-batches' gradients (unscaled already) included, and step() after update() unscales "
+      "once more: the update applied was {}x the whole batch's.",
+      lab::sci(unscale_each.size_ratio)));
+}
+
+void report(const Result& m, lab::Report& r) {
+  r.note(fmt::format("fp16 autocast, whatever --dtype says{}: the type a GradScaler exists for",
+                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("fp32 weights; float64 reference");
+  if (m.ctx.flip) r.note("FLIP: the lab's loop runs backward, step and update after every micro-batch");
+  report_compared(m, r);
+  report_training(m, r);
+  report_details(m, r);
+  report_explained(m, r);
+  r.takeaway(
+      "Divide each micro-batch's loss by their number, scale it and back-propagate it, and call unscale_ "
+      "(if you clip), step and update once, after the last micro-batch: .grad then sums gradients that all "
+      "carry the same scale, one unscale_ divides them once, and the optimizer takes one step.");
+  add_checks(m, r);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("gradient-accumulation", /*question=*/9,
-                 "Accumulate scaled gradients over micro-batches; unscale, step and update once per batch",
-                 /*heading=*/"Four micro-batches against one batch, with a GradScaler whose scale moves", run,
-                 /*provides=*/{"micro_batches", "accum_vs_whole_fp32", "accum_vs_whole_fp16", "whole_error_fp16",
-                               "scale_changes_mid_batch", "scale_changes_at_boundaries", "skipped_steps",
-                               "final_scale"});
+AMP_LAB(measure, report);

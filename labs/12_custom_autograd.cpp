@@ -2,17 +2,21 @@
 // Q12), with amp::CustomFwd / amp::CustomBwd, the C++ form of torch.amp.custom_fwd / custom_bwd.
 //
 // Part 1, a function that needs fp32: the row norms sqrt(sum(h^2)) of a layer's activations, with a
-// hand-written backward (dh = dn * h / n). Under fp16 autocast the activations arrive in fp16; a few reach
-// a few hundred, and squaring them (or summing the squares) exceeds fp16's 65504. The lab runs it as a
-// plain custom function and guarded with CustomFwd(cast_inputs=fp32) + CustomBwd, against float64.
+// hand-written backward (dh = dn * h / n). Under fp16 autocast the activations arrive in fp16, and a row's
+// sum of squares passes fp16's 65504 (a few values are large too). The lab runs it as a plain custom
+// function, on values clipped below 256 as well, and guarded with CustomFwd(cast_inputs=fp32) + CustomBwd,
+// against float64.
 // Part 2, a function with inputs of mixed dtypes: y = a.mm(b) with a hand-written backward, a an fp16
-// activation and b an fp32 weight. CustomFwd (no cast_inputs) runs forward under autocast; CustomBwd runs
-// backward under the same autocast state, so its mm calls see matching dtypes again.
+// activation and b an fp32 weight. Forward runs under autocast; without a guard backward runs outside it and
+// its mm calls meet fp16 and fp32; with CustomFwd + CustomBwd backward runs under the forward's autocast.
 //
-// Run alone:  build/bin/lab12_custom_autograd [--device cpu|cuda] [--quick] [--flip] [--json]
-// (fp16 whatever --dtype says: the 16-bit type with the narrow range)
-// --flip: the guards are left out of the functions that should have them (no cast_inputs, no CustomBwd).
+// Run:  build/bin/lab12_custom_autograd [--device cpu|cuda] [--quick] [--seed N] [--json]
+//       (fp16 whatever --dtype says: the 16-bit type with the narrow range)
+// --flip: the guarded functions lose their guards (no CustomFwd, no CustomBwd): checks
+//         cast-inputs-matches-fp64 and custom-bwd-mixed-dtypes fail.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,57 +34,89 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 constexpr int64_t kIn = 64, kWidth = 512;  // activations h = x @ w, kWidth per row
-constexpr double kActStd = 120.0;          // activation scale: some |h| pass 256, whose square passes 65504
+constexpr double kActStd = 120.0;          // activation scale: a row's sum of squares is ~7e6
+constexpr double kClip = 255.0;            // below sqrt(65504) = 255.9: no single square overflows fp16
+constexpr double kFp16Max = 65504.0;       // fp16's largest finite value
 constexpr double kTol = 1e-2;              // guarded fp16 vs float64, relative (fp16 rounds to ~5e-4)
 
-// Row norms with an explicit backward; guarded: CustomFwd(cast_inputs=fp32) + CustomBwd.
-template <bool kGuarded>
-struct RowNorm : torch::autograd::Function<RowNorm<kGuarded>> {
+// ---- The AMP code ----------------------------------------------------------------------------------------
+
+// Row norms that need fp32. CustomFwd(cast_inputs=fp32) casts the fp16 input to fp32 and turns autocast off
+// until forward returns (torch.amp.custom_fwd(cast_inputs=torch.float32)); CustomBwd runs backward under
+// the autocast state forward recorded (custom_bwd): here off, so backward stays in fp32.
+struct RowNormFp32 : torch::autograd::Function<RowNormFp32> {
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
-    std::optional<amp::CustomFwd> fwd;
-    if (kGuarded) {
-      fwd.emplace(ctx, h.device().type(), /*cast_inputs=*/torch::kFloat);
-      h = fwd->cast(h);
-    }
+    amp::CustomFwd fwd(ctx, h.device().type(), /*cast_inputs=*/torch::kFloat);
+    h = fwd.cast(h);
     const auto n = (h * h).sum(/*dim=*/1).sqrt();
     ctx->save_for_backward({h, n});
     return n;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    std::optional<amp::CustomBwd> bwd;
     const auto saved = ctx->get_saved_variables();
-    if (kGuarded) bwd.emplace(ctx, saved[0].device().type());
+    amp::CustomBwd bwd(ctx, saved[0].device().type());
     return {grad[0].unsqueeze(1) * saved[0] / saved[1].unsqueeze(1)};
   }
 };
 
-// a.mm(b) with an explicit backward; CustomFwd always (no cast_inputs), CustomBwd only when guarded.
-template <bool kGuarded>
-struct MatMul : torch::autograd::Function<MatMul<kGuarded>> {
+// a.mm(b) that follows autocast: CustomFwd (no cast_inputs) records autocast's state, forward runs under
+// it (mm casts both to fp16); CustomBwd runs backward under the same state, so its mm calls cast again.
+struct MatMulAutocast : torch::autograd::Function<MatMulAutocast> {
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
     amp::CustomFwd fwd(ctx, a.device().type());
     ctx->save_for_backward({a, b});
-    return a.mm(b);  // under autocast: both cast to the autocast dtype
+    return a.mm(b);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
     const auto saved = ctx->get_saved_variables();
-    std::optional<amp::CustomBwd> bwd;
-    if (kGuarded) bwd.emplace(ctx, saved[0].device().type());
+    amp::CustomBwd bwd(ctx, saved[0].device().type());
     return {grad[0].mm(saved[1].t()), saved[0].t().mm(grad[0])};
   }
 };
 
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a.to(torch::kDouble) - b).norm() / b.norm()).item<double>();
-}
-double non_finite_share(const torch::Tensor& t) { return 1.0 - torch::isfinite(t).to(torch::kDouble).mean().item<double>(); }
+// ---- The same functions without guards ------------------------------------------------------------------
+
+struct RowNormPlain : torch::autograd::Function<RowNormPlain> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
+    const auto n = (h * h).sum(/*dim=*/1).sqrt();  // in h's dtype: fp16 under autocast
+    ctx->save_for_backward({h, n});
+    return n;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto saved = ctx->get_saved_variables();
+    return {grad[0].unsqueeze(1) * saved[0] / saved[1].unsqueeze(1)};
+  }
+};
+
+struct MatMulPlain : torch::autograd::Function<MatMulPlain> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
+    ctx->save_for_backward({a, b});
+    return a.mm(b);  // under autocast (the caller's): both cast to fp16
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad) {
+    const auto saved = ctx->get_saved_variables();  // a fp16, b fp32; backward runs outside autocast
+    return {grad[0].mm(saved[1].t()), saved[0].t().mm(grad[0])};
+  }
+};
+
+// ---- measure -----------------------------------------------------------------------------------------
 
 struct Out {
   torch::Tensor value, grad;  // the function's output and d(sum)/dw
   std::string error;          // set when backward was refused
 };
 
-// loss = fn(x @ w).sum() with w a leaf; fp16: under autocast. `fn` gets the activations.
+struct Result {
+  lab::Context ctx;
+  int64_t rows = 0;
+  double h_max = 0, over_clip_share = 0;   // largest |h|; share of |h| above kClip
+  torch::Tensor row_sum_sq;                // each row's sum of squares, float64
+  torch::ScalarType sum_dtype;             // what sum() of fp16 squares gives under this device's autocast
+  Out ref, fp32, plain, clipped, guarded;  // part 1 (clipped: plain on values clipped at +-kClip)
+  Out mm_ref, mm_plain, mm_guarded;        // part 2
+};
+
+// loss = fn(x @ w, w).sum() with w a leaf; fp16: under autocast. `fn` gets the activations and the leaf.
 template <class Fn>
 Out run_through(Fn fn, const torch::Tensor& x, const torch::Tensor& w, bool fp16) {
   const auto leaf = w.detach().clone().requires_grad_(true);
@@ -99,89 +135,170 @@ Out run_through(Fn fn, const torch::Tensor& x, const torch::Tensor& w, bool fp16
   return o;
 }
 
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("custom-autograd", "Guard custom autograd functions: cast_inputs for fp32 math, the forward's autocast for backward");
-  const torch::Device dev = ctx.device;
-  r.note("dtypes: fp32 weights; fp16 autocast; float64 reference; amp::CustomFwd/CustomBwd = torch.amp.custom_fwd/custom_bwd");
-  if (ctx.flip) r.note("FLIP: the guarded functions lose their guards (no cast_inputs, no CustomBwd)");
-  const bool guard = !ctx.flip;
-  const int64_t rows = ctx.size(256, 1024, 32);
-  const auto x = torch::randn({rows, kIn}, torch::device(dev));
-  const auto w = torch::randn({kIn, kWidth}, torch::device(dev)) * (kActStd / std::sqrt(double(kIn)));
+// Part 2's inputs from the activations: a, an fp16 activation of unit scale; b, a kIn x kIn fp32 block.
+template <class MatMul>
+torch::Tensor mixed_mm(const torch::Tensor& h, const torch::Tensor& leaf) {
+  return MatMul::apply(h.narrow(/*dim=*/1, 0, kIn) * (1.0 / kActStd), leaf.narrow(/*dim=*/1, 0, kIn));
+}
 
-  // Part 1: row norms.
-  auto norm_plain = [](const torch::Tensor& h, const torch::Tensor&) { return RowNorm<false>::apply(h); };
-  auto norm_guarded = [guard](const torch::Tensor& h, const torch::Tensor&) {
-    return guard ? RowNorm<true>::apply(h) : RowNorm<false>::apply(h);
-  };
-  const Out ref = run_through(norm_plain, x.to(torch::kDouble), w.to(torch::kDouble), false);
-  const Out f32 = run_through(norm_plain, x, w, false);
-  const Out plain = run_through(norm_plain, x, w, true);
-  const Out guarded = run_through(norm_guarded, x, w, true);
-  const double h_max = x.mm(w).abs().max().item<double>();
-  r.section(fmt::format("Row norms of h = x @ w ({} rows of {}; largest |h| {:.0f}), under fp16 autocast", rows, kWidth, h_max));
-  auto& t = r.table("", {"function", "output dtype", "non-finite outputs", "output vs fp64", "non-finite grads", "grad vs fp64"});
-  auto row = [&](const char* name, const Out& o) {
-    const bool ok = o.error.empty() && o.grad.defined();
-    t.row({name, lab::short_name(o.value.scalar_type()), lab::percent(non_finite_share(o.value)), lab::sci(rel(o.value, ref.value)),
-           ok ? lab::percent(non_finite_share(o.grad)) : "refused", ok ? lab::sci(rel(o.grad, ref.grad)) : "-"});
-  };
-  row("fp32, no autocast", f32);
-  row("plain custom function", plain);
-  row(guard ? "CustomFwd(cast_inputs=fp32)" : "(flip) plain again", guarded);
-  const double plain_bad = non_finite_share(plain.value), guarded_out_err = rel(guarded.value, ref.value);
-  const double guarded_grad_err = guarded.grad.defined() ? rel(guarded.grad, ref.grad) : INFINITY;
-  r.observe("largest_activation", "largest |h|", h_max, "", fmt::format("{:.0f}", h_max));
-  r.observe("plain_non_finite", "plain function under fp16: non-finite outputs", 100 * plain_bad, "%");
-  const double plain_grad_err = rel(plain.grad, ref.grad);
-  r.observe("plain_grad_error", "plain function under fp16: gradients vs float64 (relative)", plain_grad_err, "",
-            lab::sci(plain_grad_err));
-  r.observe("guarded_output_error", "guarded: outputs vs float64 (relative)", guarded_out_err, "", lab::sci(guarded_out_err));
-  r.observe("guarded_grad_error", "guarded: gradients vs float64 (relative)", guarded_grad_err, "", lab::sci(guarded_grad_err));
-  r.observe("fp32_output_error", "fp32: outputs vs float64 (relative)", rel(f32.value, ref.value), "", lab::sci(rel(f32.value, ref.value)));
+Result measure(const lab::Context& ctx) {
+  Result r{.ctx = ctx, .rows = ctx.size(256, 1024, 32)};
+  const auto x = torch::randn({r.rows, kIn}, torch::device(ctx.device));
+  const auto w = torch::randn({kIn, kWidth}, torch::device(ctx.device)) * (kActStd / std::sqrt(double(kIn)));
+  const auto h64 = x.to(torch::kDouble).mm(w.to(torch::kDouble));
+  r.h_max = h64.abs().max().item<double>();
+  r.over_clip_share = (h64.abs() > kClip).to(torch::kDouble).mean().item<double>();
+  r.row_sum_sq = h64.pow(2).sum(/*dim=*/1);
+  {
+    amp::Autocast ac(ctx.device, torch::kHalf);
+    const auto h = x.mm(w);
+    r.sum_dtype = (h * h).sum(/*dim=*/1).scalar_type();  // CPU: fp16 (not on its lists); CUDA: fp32
+  }
 
-  // Part 2: a matmul whose inputs arrive as fp16 (an activation) and fp32 (a weight).
-  auto mm_guarded = [guard](const torch::Tensor& h, const torch::Tensor& leaf) {
-    const auto b = leaf.narrow(/*dim=*/1, 0, kIn);  // a kIn x kIn fp32 block of the weight
-    const auto a = h.narrow(/*dim=*/1, 0, kIn) * (1.0 / kActStd);  // an fp16 activation of unit scale
-    return guard ? MatMul<true>::apply(a, b) : MatMul<false>::apply(a, b);
+  auto plain = [](const torch::Tensor& h, const torch::Tensor&) { return RowNormPlain::apply(h); };
+  auto clipped = [](const torch::Tensor& h, const torch::Tensor&) {
+    return RowNormPlain::apply(h.clamp(-kClip, kClip));
   };
-  auto mm_unguarded = [](const torch::Tensor& h, const torch::Tensor& leaf) {
-    return MatMul<false>::apply(h.narrow(/*dim=*/1, 0, kIn) * (1.0 / kActStd), leaf.narrow(/*dim=*/1, 0, kIn));
+  auto guarded = [flip = ctx.flip](const torch::Tensor& h, const torch::Tensor&) {
+    return flip ? RowNormPlain::apply(h) : RowNormFp32::apply(h);
   };
-  const Out mm_ref = run_through(mm_unguarded, x.to(torch::kDouble), w.to(torch::kDouble), false);
-  const Out mm_plain = run_through(mm_unguarded, x, w, true);
-  const Out mm_guard = run_through(mm_guarded, x, w, true);
-  r.section("y = a.mm(b): a an fp16 activation, b an fp32 weight, under fp16 autocast");
-  auto& t2 = r.table("", {"backward", "ran", "grad vs fp64"});
-  t2.row({"CustomFwd only", mm_plain.error.empty() ? "yes" : "no: " + mm_plain.error,
-          mm_plain.error.empty() ? lab::sci(rel(mm_plain.grad, mm_ref.grad)) : "-"});
-  t2.row({guard ? "CustomFwd + CustomBwd" : "(flip) CustomFwd only", mm_guard.error.empty() ? "yes" : "no: " + mm_guard.error,
-          mm_guard.error.empty() ? lab::sci(rel(mm_guard.grad, mm_ref.grad)) : "-"});
-  const double mm_err = mm_guard.error.empty() ? rel(mm_guard.grad, mm_ref.grad) : INFINITY;
-  r.observe("mixed_backward_refused", "without CustomBwd, backward refused", !mm_plain.error.empty(), "",
-            mm_plain.error.empty() ? "no" : "yes");
-  r.observe("mixed_grad_error", "with CustomBwd: gradients vs float64 (relative)", mm_err, "", lab::sci(mm_err));
+  r.ref = run_through(plain, x.to(torch::kDouble), w.to(torch::kDouble), false);
+  r.fp32 = run_through(plain, x, w, false);
+  r.plain = run_through(plain, x, w, true);
+  r.clipped = run_through(clipped, x, w, true);
+  r.guarded = run_through(guarded, x, w, true);
 
-  r.check("without a guard, fp16 overflows inside the function: its outputs are inf/NaN",
-          plain_bad >= 0.5, fmt::format("{} of the outputs non-finite (need >= 50%)", lab::percent(plain_bad)));
-  r.check("with cast_inputs=fp32, outputs and gradients match float64 and are finite",
-          guarded_out_err <= kTol && guarded_grad_err <= kTol && non_finite_share(guarded.value) == 0,
-          fmt::format("outputs {}, gradients {} from float64 (need <= {})", lab::sci(guarded_out_err),
-                      lab::sci(guarded_grad_err), lab::sci(kTol, 1)));
-  r.check("with CustomBwd, the mixed-dtype backward runs under the forward's autocast and matches float64",
-          mm_guard.error.empty() && mm_err <= kTol,
-          mm_guard.error.empty() ? fmt::format("gradients {} from float64", lab::sci(mm_err)) : "refused: " + mm_guard.error);
-  r.takeaway("A custom function that needs fp32 gets CustomFwd(cast_inputs=fp32): its inputs are cast and autocast is "
-             "off inside. One that should follow autocast gets CustomFwd and CustomBwd: backward then runs under the "
-             "forward's autocast state, and its ops see the dtypes they expect.");
+  auto mm_guarded = [flip = ctx.flip](const torch::Tensor& h, const torch::Tensor& leaf) {
+    return flip ? mixed_mm<MatMulPlain>(h, leaf) : mixed_mm<MatMulAutocast>(h, leaf);
+  };
+  r.mm_ref = run_through(mixed_mm<MatMulPlain>, x.to(torch::kDouble), w.to(torch::kDouble), false);
+  r.mm_plain = run_through(mixed_mm<MatMulPlain>, x, w, true);
+  r.mm_guarded = run_through(mm_guarded, x, w, true);
   return r;
+}
+
+// ---- report ------------------------------------------------------------------------------------------
+
+double rel(const torch::Tensor& a, const torch::Tensor& b) {
+  return ((a.to(torch::kDouble) - b).norm() / b.norm()).item<double>();
+}
+double non_finite_share(const torch::Tensor& t) {
+  return 1.0 - torch::isfinite(t).to(torch::kDouble).mean().item<double>();
+}
+bool ran(const Out& o) {
+  return o.error.empty() && o.grad.defined();
+}
+double grad_error(const Out& o, const Out& ref) {
+  return ran(o) ? rel(o.grad, ref.grad) : std::numeric_limits<double>::infinity();
+}
+
+void norm_row(lab::Table& t, const std::string& name, const Out& o, const Out& ref) {
+  t.row({name, lab::short_name(o.value.scalar_type()), lab::percent(non_finite_share(o.value)),
+         lab::sci(rel(o.value, ref.value), 2), ran(o) ? lab::sci(rel(o.grad, ref.grad), 2) : "refused"});
+}
+
+void report_norms(const Result& m, lab::Report& r) {
+  r.section(fmt::format("Row norms sqrt(sum(h^2)) in a custom function, h = x @ w ({} rows of {})", m.rows,
+                        kWidth));
+  auto& t = r.table("", {"function, run", "dtype", "inf/NaN", "out vs fp64", "grad vs fp64"});
+  norm_row(t, "plain, fp32, no autocast", m.fp32, m.ref);
+  norm_row(t, "plain, fp16 autocast", m.plain, m.ref);
+  norm_row(t, fmt::format("plain, fp16 autocast, |h|<={:.0f}", kClip), m.clipped, m.ref);
+  r.observe("largest_activation", "largest |h|", m.h_max, "", fmt::format("{:.0f}", m.h_max));
+  r.observe("over_clip_share", fmt::format("values with |h| > {:.0f} (alone, h^2 > {:.0f})", kClip, kFp16Max),
+            100 * m.over_clip_share, "%", lab::percent(m.over_clip_share, 2));
+  const double lo = m.row_sum_sq.min().item<double>(), med = m.row_sum_sq.median().item<double>();
+  const double over = (m.row_sum_sq > kFp16Max).to(torch::kDouble).mean().item<double>();
+  r.observe("row_sumsq_median", "a row's sum of squares, float64: median", med, "", lab::sci(med, 2));
+  r.observe("row_sumsq_min", "a row's sum of squares, float64: smallest", lo, "", lab::sci(lo, 2));
+  r.observe("rows_over_fp16_max", fmt::format("rows whose sum of squares exceeds {:.0f}", kFp16Max),
+            100 * over, "%", lab::percent(over));
+  r.observe("sum_dtype", "sum() of fp16 squares under autocast gives", m.sum_dtype == torch::kHalf ? 16 : 32,
+            "", lab::short_name(m.sum_dtype));
+}
+
+void report_mixed(const Result& m, lab::Report& r) {
+  r.section("y = a.mm(b) in a custom function under fp16 autocast, a fp16, b an fp32 weight");
+  auto& t = r.table("", {"function", "backward", "grad vs fp64"});
+  t.row({"plain", ran(m.mm_plain) ? "ran" : "refused: " + m.mm_plain.error,
+         ran(m.mm_plain) ? lab::sci(grad_error(m.mm_plain, m.mm_ref), 2) : "-"});
+}
+
+void report_guarded(const Result& m, lab::Report& r) {
+  r.detail_section("The same functions with CustomFwd / CustomBwd, under fp16 autocast");
+  r.note(
+      m.sum_dtype == torch::kHalf
+          ? "sum() of fp16 squares gave fp16 here: CPU autocast leaves sum off its lists, so the sum itself "
+            "overflows (CUDA autocast runs sum in fp32, where only the squares of |h| > 255 would)"
+          : "sum() of fp16 squares gave fp32 here: CUDA autocast runs sum in fp32, so only the squares of "
+            "|h| > 255 overflow (CPU autocast leaves sum in fp16, where the sum itself overflows)");
+  auto& t = r.table("", {"function", "dtype", "inf/NaN", "out vs fp64", "grad vs fp64"});
+  norm_row(t, m.ctx.flip ? "(flip) plain again" : "CustomFwd(cast_inputs=fp32)", m.guarded, m.ref);
+  const double plain_grad_err = grad_error(m.plain, m.ref);
+  r.observe("plain_non_finite", "plain function under fp16: non-finite outputs",
+            100 * non_finite_share(m.plain.value), "%", lab::percent(non_finite_share(m.plain.value)));
+  r.observe("clipped_non_finite", "plain function, |h| clipped: non-finite outputs",
+            100 * non_finite_share(m.clipped.value), "%", lab::percent(non_finite_share(m.clipped.value)));
+  r.observe("clip_at", "the clipped run's bound on |h|", kClip);
+  r.observe("plain_grad_error", "plain function under fp16: gradients vs float64 (relative)", plain_grad_err,
+            "", lab::sci(plain_grad_err));
+  const double out_err = rel(m.guarded.value, m.ref.value), grad_err = grad_error(m.guarded, m.ref);
+  r.observe("guarded_output_error", "guarded: outputs vs float64 (relative)", out_err, "", lab::sci(out_err));
+  r.observe("guarded_grad_error", "guarded: gradients vs float64 (relative)", grad_err, "",
+            lab::sci(grad_err));
+  const double f32_err = rel(m.fp32.value, m.ref.value);
+  r.observe("fp32_output_error", "fp32: outputs vs float64 (relative)", f32_err, "", lab::sci(f32_err));
+  r.observe("mixed_backward_refused", "y = a.mm(b), plain: backward refused (1 = yes)", !ran(m.mm_plain), "",
+            ran(m.mm_plain) ? "no" : "yes");
+  auto& t2 = r.table("y = a.mm(b)", {"function", "backward", "grad vs fp64"});
+  const double mm_err = grad_error(m.mm_guarded, m.mm_ref);
+  t2.row({m.ctx.flip ? "(flip) plain again" : "CustomFwd + CustomBwd",
+          ran(m.mm_guarded) ? "ran" : "refused: " + m.mm_guarded.error,
+          ran(m.mm_guarded) ? lab::sci(mm_err, 2) : "-"});
+  r.observe("mixed_grad_error", "with CustomBwd: gradients vs float64 (relative)", mm_err, "",
+            ran(m.mm_guarded) ? lab::sci(mm_err) : "refused");
+}
+
+void report(const Result& m, lab::Report& r) {
+  r.note(fmt::format("fp16 autocast, whatever --dtype says{}: the 16-bit type with the narrow range",
+                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("fp32 weights; float64 reference");
+  if (m.ctx.flip) r.note("FLIP: the guarded functions lose their guards (no CustomFwd, no CustomBwd)");
+  report_norms(m, r);
+  report_mixed(m, r);
+  report_guarded(m, r);
+  r.takeaway(
+      "A custom function that needs fp32 gets CustomFwd(cast_inputs=fp32) (custom_fwd(cast_inputs="
+      "torch.float32)): its inputs are cast and autocast is off inside. One that should follow autocast gets "
+      "CustomFwd and CustomBwd: backward then runs under the forward's autocast state, and its ops see the "
+      "dtypes they expect.");
+  const double plain_bad = non_finite_share(m.plain.value), clipped_bad = non_finite_share(m.clipped.value);
+  const double lo = m.row_sum_sq.min().item<double>();
+  const bool sum16 = m.sum_dtype == torch::kHalf;
+  r.check(
+      "unguarded-overflows",
+      "without a guard, fp16 overflows inside the function: every row's sum of squares exceeds 65504, and "
+      "where sum() stays in fp16 (CPU autocast) the norms are inf even with every value below 256",
+      plain_bad >= 0.5 && lo > kFp16Max && (!sum16 || clipped_bad >= 0.5),
+      fmt::format("{} of the outputs non-finite (need >= 50%); smallest row sum of squares {}; sum() gave "
+                  "{}{}",
+                  lab::percent(plain_bad), lab::sci(lo, 2), lab::short_name(m.sum_dtype),
+                  sum16 ? fmt::format(", clipped {} non-finite (need >= 50%)", lab::percent(clipped_bad))
+                        : std::string(" (CUDA autocast sums in fp32: only squares of |h| > 255 overflow)")));
+  const double out_err = rel(m.guarded.value, m.ref.value), grad_err = grad_error(m.guarded, m.ref);
+  r.check("cast-inputs-matches-fp64",
+          "with cast_inputs=fp32, outputs and gradients match float64 and are finite",
+          out_err <= kTol && grad_err <= kTol && non_finite_share(m.guarded.value) == 0,
+          fmt::format("outputs {}, gradients {} from float64 (need <= {})", lab::sci(out_err),
+                      lab::sci(grad_err), lab::sci(kTol, 1)));
+  const double mm_err = grad_error(m.mm_guarded, m.mm_ref);
+  r.check("custom-bwd-mixed-dtypes",
+          "with CustomBwd, the mixed-dtype backward runs under the forward's autocast and matches float64",
+          ran(m.mm_guarded) && mm_err <= kTol,
+          ran(m.mm_guarded) ? fmt::format("gradients {} from float64", lab::sci(mm_err))
+                            : "refused: " + m.mm_guarded.error);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("custom-autograd", /*question=*/12,
-                 "Guard custom autograd functions: cast_inputs for fp32 math, the forward's autocast for backward",
-                 /*heading=*/"Two hand-written autograd functions under fp16 autocast, with and without guards", run,
-                 /*provides=*/{"largest_activation", "plain_non_finite", "plain_grad_error", "guarded_output_error",
-                               "guarded_grad_error", "fp32_output_error", "mixed_backward_refused", "mixed_grad_error"});
+AMP_LAB(measure, report);

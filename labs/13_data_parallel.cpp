@@ -1,250 +1,639 @@
-// Lab 13: data-parallel AMP on c10d. Backs quiz question 13.
+// Lab 13: data-parallel AMP on c10d, and the inf/NaN verdict of sharded gradients (quiz question 13).
 //
-// N ranks (default 2; WORLD_SIZE=4 for four) train one fp16-autocast MLP with amp::GradScaler on their own
-// batches, three ways, from the same start:
-//   ddp            gradients all-reduced, then every rank unscales all of them and steps a full replica;
-//   sharded-local  ZeRO-2 style: each rank unscales, checks and steps only the parameters it owns (then
-//                  broadcasts them), with a scaler that sees only its shard's found_inf;
-//   sharded-global the same with GradScalerOptions::process_group (amp/distributed.h): found_inf is
-//                  all-reduced before the skip decision. --flip removes that all-reduce.
-// The scaler grows every few steps, so the last layer's batch-summed weight gradient overflows now and
-// then while the earlier layers' gradients stay finite: an inf lands in one rank's shard only.
+// Two ranks (WORLD_SIZE=2..6 for more) train one MLP under fp16 autocast with amp::GradScaler, each on
+// batches of its own, three ways from the same start:
+//   ddp             the scaled gradients are all-reduced; every rank unscales, checks and steps all of them;
+//   sharded-local   ZeRO-2 style: each rank unscales, checks and steps only the parameters it owns, then
+//                   broadcasts them; its scaler sees only its shard's found_inf;
+//   sharded-global  the same, the scaler given the process group (GradScalerOptions::process_group):
+//                   found_inf is all-reduced before step() decides.
+// The scale grows every 3 steps, so the last layer's gradient keeps overflowing while the first layers'
+// stay finite: the inf lands in one rank's shard.
 //
-// Run alone: build/bin/lab13_data_parallel [--quick] [--flip]    (spawns the ranks on 127.0.0.1)
-// Across machines: set RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT on each (as torchrun does); rank 0
-// hosts the store at MASTER_ADDR:MASTER_PORT and every rank prints the same report.
-// CPU tensors over Gloo on every device; an NCCL path is not built (see the device note in the output).
-#include <unistd.h>
+// Run:  build/bin/lab13_data_parallel [--quick] [--seed N] [--device cpu|cuda] [--json]
+//       It starts the ranks itself, as processes of this executable on 127.0.0.1, and hosts their store.
+//       Across machines, set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun does (rank 0 hosts
+//       the store) and every rank prints the same report. CPU: Gloo. --device cuda: NCCL when every rank
+//       has a GPU of its own, else Gloo on CUDA tensors. fp16 whatever --dtype says (fp16 overflows).
+//       AMP_LAB_RANK_TIMEOUT=S  the longest any network wait may take, in seconds (default 30).
+//       AMP_LAB_RANK_PIDS=FILE  the spawned ranks' process ids are written there, one a line.
+// --flip: sharded-global's scaler gets no process group; check sharded-global-matches-ddp then fails.
+#include <net/if.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <csignal>
-#include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "amp/autocast.h"
 #include "amp/distributed.h"
+#include "amp/grad_scaler.h"
 #include "lab/cli.h"
 #include "lab/measure.h"
 #include "lab/ranks.h"
 #include "lab/registry.h"
+#include "lab/text.h"
 
 namespace {
 
-constexpr int64_t kSteps = 200;               // SGD steps per run
-constexpr int64_t kStepsQuick = 40;           // ... in quick mode
-constexpr int64_t kBatch = 64, kIn = 16, kHidden = 64, kOut = 8;  // per-rank batch and MLP widths
-constexpr double kLearningRate = 0.05;        // SGD with momentum 0.9
-constexpr double kInitScale = 65536.0;        // 2^16: the scaler's default start
-constexpr int64_t kGrowthInterval = 3;        // grows often, so it keeps reaching overflow
-constexpr int kDefaultWorld = 2, kMaxWorld = 6;  // 6 parameter tensors: at most one shard each
-constexpr std::chrono::seconds kRunDeadline{240};  // spawned ranks: the whole run
-const char* const kRuns[] = {"ddp", "sharded-local", "sharded-global"};
-// Set in the environment of the ranks this lab spawns; caught before main() (see the end of this file).
-constexpr const char* kWorkerVar = "AMP_LAB_DATA_PARALLEL_WORKER";
-// Test hook: "die:R" or "hang:R" makes rank R die or hang at step 3 of the second run.
-constexpr const char* kFaultVar = "AMP_LAB_DATA_PARALLEL_FAULT";
+constexpr int64_t kSteps = 200, kStepsQuick = 40;    // SGD steps per run
+constexpr int64_t kBatch = 64;                       // per rank and step
+constexpr int64_t kIn = 16, kHidden = 64, kOut = 8;  // MLP widths; targets tanh(x @ teacher)
+constexpr double kLr = 0.05, kMomentum = 0.9;        // SGD
+constexpr double kInitScale = 65536.0;               // 2^16, the scaler's default start
+constexpr int64_t kGrowthInterval = 3;               // the scale doubles after 3 clean steps (PyTorch: 2000)
+constexpr int kDefaultWorld = 2, kMaxWorld = 6;      // 6 parameter tensors: at most one shard each
+constexpr std::chrono::seconds kRunDeadline{240};    // the spawned ranks' whole run
+constexpr double kMixOff = 1.5;  // check: once the scales part, an applied gradient this far off, or further
 
-using lab::env;
-int owner_of(size_t tensor, int world) { return static_cast<int>(tensor * world / 6); }  // contiguous shards
+// ---- The AMP code ------------------------------------------------------------------------------------
 
-struct Job { int rank, world; bool quick, flip; uint64_t seed; };
+// This rank's scaler. With sharded gradients, give it the process group: found_inf is then all-reduced
+// before step() decides, so every rank skips the same steps (PyTorch's ShardedGradScaler).
+amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d::Backend>& pg,
+                            bool global_verdict) {
+  amp::GradScalerOptions options{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
+  if (global_verdict) options.process_group = amp::found_inf_all_reduce(pg);
+  return amp::GradScaler(device, options);
+}
 
-// One rank's three runs; publishes per step "local inf" and "stepped", scales and final weights to the store.
-void run_rank(const Job& job, c10::intrusive_ptr<c10d::Store> store) {
-  at::set_num_threads(1);
-  const std::string master = env("MASTER_ADDR");  // ranks on one machine use loopback; otherwise this host's address
-  auto pg = amp::make_gloo_group(store, job.rank, job.world, master == "127.0.0.1" || master == "localhost" ? "127.0.0.1" : "");
-  auto wait = [](c10::intrusive_ptr<c10d::Work> w) { if (!w->wait(amp::kCollectiveTimeout)) throw std::runtime_error("collective timed out"); };
-  const int64_t steps = job.quick ? kStepsQuick : kSteps;
-  for (int run = 0; run < 3; ++run) {
-    torch::manual_seed(job.seed);  // the same start on every rank, for every run
-    torch::nn::Sequential mlp(torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(), torch::nn::Linear(kHidden, kHidden),
-                              torch::nn::Tanh(), torch::nn::Linear(kHidden, kOut));
-    const torch::Tensor teacher = torch::randn({kIn, kOut});
-    std::vector<torch::Tensor> params = mlp->parameters(), mine;
-    for (size_t i = 0; i < params.size(); ++i)
-      if (run == 0 || owner_of(i, job.world) == job.rank) mine.push_back(params[i]);
-    torch::optim::SGD opt(mine, torch::optim::SGDOptions(kLearningRate).momentum(0.9));
-    amp::GradScalerOptions so{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
-    if (run == 2 && !job.flip) so.process_group = amp::found_inf_all_reduce(pg);
-    amp::GradScaler scaler(torch::kCPU, so);
-    std::string flags;
-    std::vector<float> scales;
-    for (int64_t step = 0; step < steps; ++step) {
-      if (run == 1 && step == 3 && env(kFaultVar) == fmt::format("die:{}", job.rank)) std::raise(SIGKILL);
-      if (run == 1 && step == 3 && env(kFaultVar) == fmt::format("hang:{}", job.rank)) for (;;) pause();
-      torch::manual_seed(job.seed + 1 + static_cast<uint64_t>(step * job.world + job.rank));  // this rank's batch
-      const torch::Tensor x = torch::randn({kBatch, kIn}), y = torch::tanh(x.matmul(teacher));
-      mlp->zero_grad();  // every gradient, not just the optimizer's shard: all of them enter the all-reduce
-      torch::Tensor loss;
-      { amp::Autocast ac(torch::kCPU, torch::kHalf); loss = torch::mse_loss(mlp->forward(x), y); }
-      scales.push_back(static_cast<float>(scaler.get_scale()));
-      scaler.scale(loss).backward();
-      auto nonfinite = [](const std::vector<torch::Tensor>& ps) {
-        bool any = false;
-        for (const auto& p : ps) any = any || !torch::isfinite(p.grad()).all().item<bool>();
-        return any;
-      };
-      const bool local_inf_before = nonfinite(params);
-      for (auto& p : params) {  // DDP's gradient all-reduce (ZeRO would reduce-scatter: the same sums)
-        std::vector<torch::Tensor> g{p.grad()};
-        wait(pg->allreduce(g));
-        p.grad().div_(job.world);
-      }
-      const bool local_inf = run == 0 ? local_inf_before : nonfinite(mine);  // what this rank can see
-      const bool stepped = scaler.step(opt);
-      for (size_t i = 0; run > 0 && i < params.size(); ++i) {  // owners broadcast their updated shards
-        std::vector<torch::Tensor> t{params[i].data()};
-        c10d::BroadcastOptions from_owner;
-        from_owner.rootRank = owner_of(i, job.world);
-        wait(pg->broadcast(t, from_owner));
-      }
-      scaler.update();
-      flags += static_cast<char>('0' + local_inf + 2 * stepped);
-    }
-    torch::Tensor w = torch::cat([&] { std::vector<torch::Tensor> f; for (auto& p : params) f.push_back(p.detach().flatten()); return f; }());
-    const std::string key = fmt::format("amp-lab/dp/{}/{}", kRuns[run], job.rank);
-    lab::store_set(*store, key + "/weights", w.data_ptr<float>(), w.numel() * sizeof(float));
-    lab::store_set(*store, key + "/scales", scales.data(), scales.size() * sizeof(float));
-    lab::store_set(*store, key + "/flags", flags.data(), flags.size());  // last: fetch waits for it
+// Forward under fp16 autocast, then the scaled backward: this rank's gradients, times this rank's scale.
+void forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
+                      const torch::Tensor& y) {
+  model->zero_grad();  // every gradient, not only the optimizer's shard: all of them are all-reduced
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), torch::kHalf);
+    loss = torch::mse_loss(model->forward(x), y);
   }
+  scaler.scale(loss).backward();
 }
 
-Job job_from_env() {
-  Job job{std::atoi(env("RANK").c_str()), std::atoi(env("WORLD_SIZE").c_str()), env("AMP_LAB_QUICK") == "1",
-          env("AMP_LAB_FLIP") == "1", std::strtoull(env("AMP_LAB_SEED").c_str(), nullptr, 10)};
-  if (job.world < 2 || job.world > kMaxWorld || job.rank < 0 || job.rank >= job.world)
-    throw lab::UsageError(fmt::format("WORLD_SIZE must be 2..{} and RANK 0..WORLD_SIZE-1, got WORLD_SIZE='{}' RANK='{}'",
-                                      kMaxWorld, env("WORLD_SIZE"), env("RANK")));
-  return job;
+// DDP's gradient all-reduce, in one bucket (ZeRO's reduce-scatter sums alike): the ranks' scaled gradients,
+// averaged. Each rank scaled its own by its own scale, so the sum holds one factor only while they agree.
+void all_reduce_gradients(torch::nn::Sequential& model, const c10::intrusive_ptr<c10d::Backend>& pg) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : model->parameters()) grads.push_back(p.grad());
+  std::vector<torch::Tensor> bucket{at::flatten_dense_tensors(grads)};
+  pg->allreduce(bucket)->wait();  // fails after the group's timeout when a rank stops answering
+  bucket[0].div_(pg->getSize());
+  const std::vector<torch::Tensor> reduced = at::unflatten_dense_tensors(bucket[0], grads);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i].copy_(reduced[i]);
 }
 
-// Starts the ranks on this machine (lab::spawn_ranks: fresh processes of this executable) and waits for them.
-void spawn_ranks(int port, const lab::Context& ctx, int world) {
-  lab::spawn_ranks(world, [&](int rank) {
-    return std::vector<std::string>{fmt::format("{}=1", kWorkerVar), fmt::format("RANK={}", rank),
-        fmt::format("WORLD_SIZE={}", world), "MASTER_ADDR=127.0.0.1", fmt::format("MASTER_PORT={}", port),
-        fmt::format("AMP_LAB_QUICK={:d}", ctx.quick), fmt::format("AMP_LAB_FLIP={:d}", ctx.flip),
-        fmt::format("AMP_LAB_SEED={}", ctx.seed)};
-  }, kRunDeadline);
+// `opt` holds what this rank updates: every parameter (DDP) or its shard, and step() unscales and checks
+// only those gradients. Sharded, each owner then broadcasts its shard (owner_of[i]: parameter i's owner;
+// empty for DDP).
+bool step_and_update(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                     const c10::intrusive_ptr<c10d::Backend>& pg, const std::vector<int>& owner_of) {
+  const bool stepped = scaler.step(opt);  // skipped when found_inf (this shard's, or all-reduced) is set
+  const std::vector<torch::Tensor> params = model->parameters();
+  for (int owner = 0; !owner_of.empty() && owner < pg->getSize(); ++owner) {
+    std::vector<torch::Tensor> shard;
+    for (size_t i = 0; i < params.size(); ++i)
+      if (owner_of[i] == owner) shard.push_back(params[i].data());
+    std::vector<torch::Tensor> flat{at::flatten_dense_tensors(shard)};
+    c10d::BroadcastOptions from_owner;
+    from_owner.rootRank = owner;
+    pg->broadcast(flat, from_owner)->wait();
+    const std::vector<torch::Tensor> received = at::unflatten_dense_tensors(flat[0], shard);
+    for (size_t i = 0; i < shard.size(); ++i) shard[i].copy_(received[i]);
+  }
+  scaler.update();  // backs off after an inf it saw, grows after clean steps
+  return stepped;
 }
 
-struct RunResult {
-  std::vector<std::string> flags;           // per rank, per step: bit 0 local inf, bit 1 stepped
-  std::vector<std::vector<float>> weights, scales;
+// ---- measure: the ranks' runs ------------------------------------------------------------------------
+
+struct Experiment {
+  const char* name;
+  bool sharded;         // each rank steps only the parameters it owns (else all of them: DDP)
+  bool global_verdict;  // the scaler has the process group (--flip: not even in sharded-global)
+};
+constexpr Experiment kExperiments[] = {
+    {"ddp", false, false}, {"sharded-local", true, false}, {"sharded-global", true, true}};
+constexpr size_t kNumExperiments = std::size(kExperiments);
+
+struct RankSetup {
+  int rank = 0, world = 0;
+  torch::Device device = torch::kCPU;
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  bool flip = false;
 };
 
-RunResult fetch(c10d::Store& store, const char* run, int world) {
-  RunResult r;
-  for (int rank = 0; rank < world; ++rank) {
-    const std::string key = fmt::format("amp-lab/dp/{}/{}", run, rank);
-    r.flags.push_back(lab::store_get_string(store, key + "/flags"));
-    r.weights.push_back(lab::store_get_floats(store, key + "/weights"));
-    r.scales.push_back(lab::store_get_floats(store, key + "/scales"));
-  }
-  return r;
+// One rank's run. verdicts, one char per step: bit 0 its own backward gave an inf, bit 1 its optimizer's
+// gradients held an inf after the all-reduce (what its scaler checked), bit 2 its optimizer stepped.
+struct RankRun {
+  std::string verdicts;
+  std::string grad_dtype;      // the dtype of the gradients it all-reduced
+  std::vector<float> scales;   // the scale of each step's loss, then the final scale
+  std::vector<float> weights;  // every parameter at the end, flattened
+};
+
+torch::nn::Sequential make_mlp() {
+  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(),
+                               torch::nn::Linear(kHidden, kHidden), torch::nn::Tanh(),
+                               torch::nn::Linear(kHidden, kOut));
 }
 
-struct Summary { int64_t inf_steps = 0, skipped = 0, disagree = 0; bool skips_match_infs = true, replicas_equal = true; };
+bool any_nonfinite(const std::vector<torch::Tensor>& params) {
+  bool any = false;
+  for (const auto& p : params) any = any || !torch::isfinite(p.grad()).all().item<bool>();
+  return any;
+}
 
-Summary summarize(const RunResult& r) {
-  Summary s;
-  for (size_t step = 0; step < r.flags[0].size(); ++step) {
-    bool any_inf = false, all_skip = true, any_skip = false;
-    for (const auto& f : r.flags) {
-      const int bits = f[step] - '0';
-      any_inf |= bits & 1;
-      all_skip &= !(bits & 2);
-      any_skip |= !(bits & 2);
-    }
-    s.inf_steps += any_inf;
-    s.skipped += any_skip;
-    s.disagree += any_skip && !all_skip;
-    s.skips_match_infs &= all_skip == any_inf && any_skip == any_inf;
+// "fp32" when every gradient is fp32, else every gradient's dtype in order.
+std::string dtypes_of_grads(const std::vector<torch::Tensor>& params) {
+  bool same = true;
+  for (const auto& p : params) same = same && p.grad().scalar_type() == params[0].grad().scalar_type();
+  return same ? lab::short_name(params[0].grad().scalar_type()) : lab::short_names(lab::grads(params));
+}
+
+// Every parameter's values, flattened, in order.
+std::vector<float> flat_values(const std::vector<torch::Tensor>& params) {
+  std::vector<float> out;
+  for (const auto& p : params) {
+    const torch::Tensor t = p.detach().flatten().cpu().contiguous();
+    out.insert(out.end(), t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
   }
-  for (const auto& w : r.weights) s.replicas_equal &= w == r.weights[0];
+  return out;
+}
+
+// Contiguous shards: parameter tensor i of n belongs to rank i * world / n.
+std::vector<int> shard_owners(size_t n, int world) {
+  std::vector<int> owners;
+  for (size_t i = 0; i < n; ++i) owners.push_back(static_cast<int>(i * static_cast<size_t>(world) / n));
+  return owners;
+}
+
+RankRun run_on_rank(const Experiment& e, const RankSetup& s, const c10::intrusive_ptr<c10d::Backend>& pg) {
+  torch::manual_seed(s.seed);  // the same start on every rank, in every run
+  torch::nn::Sequential model = make_mlp();
+  model->to(s.device);
+  const torch::Tensor teacher = torch::randn({kIn, kOut}).to(s.device);
+  const std::vector<torch::Tensor> params = model->parameters();
+  const std::vector<int> owners = e.sharded ? shard_owners(params.size(), s.world) : std::vector<int>{};
+  std::vector<torch::Tensor> mine;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (owners.empty() || owners[i] == s.rank) mine.push_back(params[i]);
+  torch::optim::SGD opt(mine, torch::optim::SGDOptions(kLr).momentum(kMomentum));
+  amp::GradScaler scaler = make_scaler(s.device, pg, e.global_verdict && !s.flip);
+  RankRun run;
+  for (int64_t step = 0; step < s.steps; ++step) {
+    torch::manual_seed(s.seed + 1 + static_cast<uint64_t>(step * s.world + s.rank));  // this rank's batch
+    const torch::Tensor x = torch::randn({kBatch, kIn}).to(s.device), y = torch::tanh(x.matmul(teacher));
+    run.scales.push_back(static_cast<float>(scaler.get_scale()));
+    forward_backward(model, scaler, x, y);
+    const bool own_inf = any_nonfinite(params);
+    all_reduce_gradients(model, pg);
+    const bool stepped = step_and_update(model, opt, scaler, pg, owners);
+    const bool checked_inf = any_nonfinite(mine);  // unscaled now: what its scaler looked at
+    run.verdicts += static_cast<char>('0' + own_inf + 2 * checked_inf + 4 * stepped);
+  }
+  run.scales.push_back(static_cast<float>(scaler.get_scale()));
+  run.grad_dtype = dtypes_of_grads(params);
+  run.weights = flat_values(params);
+  return run;
+}
+
+// ---- measure: the process group, the ranks, the store -----------------------------------------------
+
+struct Result {
+  lab::Context ctx;
+  int world = 0;
+  int64_t steps = 0;
+  std::string where;                       // spawned here, or this rank of a job
+  std::string backend;                     // which c10d backend, on which tensors, and why
+  std::string sockets;                     // where Gloo's sockets bind
+  std::chrono::milliseconds timeout{0};    // the longest one network wait may take
+  std::string grad_dtype;                  // the dtype of the gradients the ranks all-reduced ("fp32")
+  bool fp16_all_reduce_exact = false;      // an fp16 tensor all-reduced once, its sum exact on every rank
+  std::vector<std::vector<RankRun>> runs;  // [experiment][rank]
+};
+
+bool is_loopback(const std::string& host) {
+  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1";
+}
+
+// Where Gloo's sockets bind: the interface GLOO_SOCKET_IFNAME names, when set; else 127.0.0.1 when the
+// master is a loopback address (every rank on this machine); else this machine's hostname. {host, words}.
+std::pair<std::string, std::string> gloo_sockets(const std::string& master) {
+  const std::string ifname = lab::env("GLOO_SOCKET_IFNAME");
+  if (!ifname.empty()) {
+    if (ifname.size() >= IF_NAMESIZE || if_nametoindex(ifname.c_str()) == 0)
+      throw lab::UsageError("GLOO_SOCKET_IFNAME names no network interface of this machine: " +
+                            lab::quote(ifname));
+    return {"", "interface " + ifname + " (GLOO_SOCKET_IFNAME)"};
+  }
+  if (is_loopback(master))
+    return {"127.0.0.1", "127.0.0.1 (MASTER_ADDR is loopback; GLOO_SOCKET_IFNAME unset)"};
+  return {"", "this machine's hostname (GLOO_SOCKET_IFNAME unset)"};
+}
+
+// NCCL when every rank has a GPU of its own (and this build has NCCL); otherwise Gloo.
+c10::intrusive_ptr<c10d::Backend> make_group(const c10::intrusive_ptr<c10d::Store>& store, const RankSetup& s,
+                                             const std::string& gloo_host,
+                                             std::chrono::milliseconds timeout) {
+  if (s.device.is_cuda() && amp::nccl_built() && torch::cuda::device_count() >= std::max<int64_t>(2, s.world))
+    return amp::make_nccl_group(store, s.rank, s.world, timeout);
+  return amp::make_gloo_group(store, s.rank, s.world, gloo_host, timeout);
+}
+
+std::string backend_words(const Result& m) {
+  if (!m.ctx.cuda()) return "c10d Gloo on CPU tensors";
+  const int64_t gpus = torch::cuda::device_count();
+  if (amp::nccl_built() && gpus >= std::max(2, m.world)) return "c10d NCCL on CUDA tensors, one GPU per rank";
+  return fmt::format("c10d Gloo on CUDA tensors ({})",
+                     amp::nccl_built() ? fmt::format("NCCL needs a GPU per rank: {} for {}", gpus, m.world)
+                                       : std::string("this build has no NCCL"));
+}
+
+std::string key(const std::string& what, int rank) {
+  return fmt::format("amp-lab/dp/{}/{}", what, rank);
+}
+
+// Everything one rank does: its process group, the three runs, its results into the store.
+void serve_as_rank(const RankSetup& s, const c10::intrusive_ptr<c10d::Store>& store,
+                   const std::string& gloo_host, std::chrono::milliseconds timeout) {
+  if (s.device.is_cuda()) torch::cuda::synchronize();  // the CUDA context exists before the group
+  const c10::intrusive_ptr<c10d::Backend> pg = make_group(store, s, gloo_host, timeout);
+  std::vector<torch::Tensor> half{
+      torch::full({4}, 0.5 + s.rank, torch::dtype(torch::kHalf).device(s.device))};
+  pg->allreduce(half)->wait();  // fp16 tensors cross processes too: 0.5 + 1.5 + ... is exact in fp16
+  const double expected = 0.5 * s.world * s.world;
+  const bool exact = (half[0].to(torch::kDouble) == expected).all().item<bool>();
+  std::string grad_dtypes;
+  for (size_t e = 0; e < kNumExperiments; ++e) {
+    const RankRun run = run_on_rank(kExperiments[e], s, pg);
+    grad_dtypes = run.grad_dtype;
+    const std::string k = key(kExperiments[e].name, s.rank);
+    lab::store_set(*store, k + "/weights", run.weights.data(), run.weights.size() * sizeof(float));
+    lab::store_set(*store, k + "/scales", run.scales.data(), run.scales.size() * sizeof(float));
+    lab::store_set(*store, k + "/verdicts", run.verdicts.data(), run.verdicts.size());
+  }
+  const std::string info = fmt::format("{}|{}", exact ? 1 : 0, grad_dtypes);
+  lab::store_set(*store, key("info", s.rank), info.data(), info.size());  // last: the reader waits for it
+}
+
+void fetch(c10d::Store& store, Result& m) {
+  m.runs.assign(kNumExperiments, {});
+  m.fp16_all_reduce_exact = true;
+  for (int rank = 0; rank < m.world; ++rank) {
+    const std::string info = lab::store_get_string(store, key("info", rank));
+    m.fp16_all_reduce_exact &= info.rfind("1|", 0) == 0;
+    m.grad_dtype = info.substr(info.find('|') + 1);
+    for (size_t e = 0; e < kNumExperiments; ++e) {
+      const std::string k = key(kExperiments[e].name, rank);
+      RankRun run;
+      run.verdicts = lab::store_get_string(store, k + "/verdicts");
+      run.scales = lab::store_get_floats(store, k + "/scales");
+      run.weights = lab::store_get_floats(store, k + "/weights");
+      m.runs[e].push_back(std::move(run));
+    }
+  }
+}
+
+// This process is one rank of a job: rank 0 hosts the store, unless the launcher (torchrun's agent) does.
+void run_as_job_rank(const lab::JobEnv& job, const std::string& gloo_host, std::chrono::milliseconds timeout,
+                     Result& m) {
+  m.where = fmt::format("rank {} of a job at {}:{}", job.rank, job.master_addr, job.master_port);
+  const bool hosts_store = job.rank == 0 && !job.agent_store;
+  const auto store = lab::connect_store(job.master_addr, job.master_port, hosts_store, timeout);
+  const torch::Device device =
+      m.ctx.cuda() ? torch::Device(torch::kCUDA, job.rank % torch::cuda::device_count()) : m.ctx.device;
+  serve_as_rank({.rank = job.rank,
+                 .world = m.world,
+                 .device = device,
+                 .steps = m.steps,
+                 .seed = m.ctx.seed,
+                 .flip = m.ctx.flip},
+                store, gloo_host, timeout);
+  fetch(*store, m);
+  if (!job.agent_store) lab::store_barrier(*store, "amp-lab/dp/read", job.rank, m.world, timeout);
+}
+
+// This process is the launcher: it hosts the store on a free port and starts the ranks, processes of
+// this lab's executable, as torchrun would (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
+void launch_ranks(std::chrono::milliseconds timeout, Result& m) {
+  m.where = "spawned on 127.0.0.1";
+  const auto store = lab::connect_store("127.0.0.1", 0, /*server=*/true, timeout);
+  const int port = lab::store_port(*store);
+  lab::SpawnOptions o{.world = m.world, .program = lab::rank_program("data-parallel")};
+  for (std::string arg : {"--json", "--device", m.ctx.cuda() ? "cuda" : "cpu", "--seed"})
+    o.program.args.push_back(arg);
+  o.program.args.push_back(std::to_string(m.ctx.seed));
+  if (m.ctx.quick) o.program.args.push_back("--quick");
+  if (m.ctx.flip) o.program.args.push_back("--flip");
+  o.vars_of = [&](int rank) {
+    return std::vector<std::string>{
+        fmt::format("RANK={}", rank),          fmt::format("LOCAL_RANK={}", rank),
+        fmt::format("WORLD_SIZE={}", m.world), "MASTER_ADDR=127.0.0.1",
+        fmt::format("MASTER_PORT={}", port),   "TORCHELASTIC_USE_AGENT_STORE=True"};
+  };
+  o.deadline = kRunDeadline;
+  o.pids_file = lab::env("AMP_LAB_RANK_PIDS");
+  lab::spawn_ranks(o);
+  fetch(*store, m);
+}
+
+Result measure(const lab::Context& ctx) {
+  const std::chrono::milliseconds timeout = lab::rank_timeout();  // every value checked before any rank runs
+  const std::optional<lab::JobEnv> job = lab::job_env(kMaxWorld);
+  Result m{.ctx = ctx, .steps = ctx.quick ? kStepsQuick : kSteps};
+  m.world = job ? job->world : lab::env_int("WORLD_SIZE", 2, kMaxWorld, kDefaultWorld);
+  const auto [gloo_host, sockets] = gloo_sockets(job ? job->master_addr : "127.0.0.1");
+  m.sockets = sockets;
+  m.timeout = timeout;
+  m.backend = backend_words(m);
+  if (job)
+    run_as_job_rank(*job, gloo_host, timeout, m);
+  else
+    launch_ranks(timeout, m);
+  return m;
+}
+
+// ---- report ------------------------------------------------------------------------------------------
+
+struct Summary {
+  int64_t inf_steps = 0;    // some rank's scaler checked an inf
+  int64_t skipped = 0;      // some rank skipped
+  int64_t disagree = 0;     // the ranks decided differently
+  bool as_designed = true;  // each rank skipped exactly where its design says (see summarize)
+  bool replicas_equal = true;
+};
+
+int bits(const RankRun& r, size_t step) {
+  return r.verdicts[step] - '0';
+}
+bool own_inf(const RankRun& r, size_t step) {
+  return (bits(r, step) & 1) != 0;
+}
+bool checked_inf(const RankRun& r, size_t step) {
+  return (bits(r, step) & 2) != 0;
+}
+bool stepped(const RankRun& r, size_t step) {
+  return (bits(r, step) & 4) != 0;
+}
+
+// ddp: every rank skips exactly where some rank's own backward gave an inf (the all-reduce spreads it);
+// sharded-local: each rank where its own shard held one; sharded-global: every rank where any shard did.
+Summary summarize(const std::vector<RankRun>& ranks, const Experiment& e) {
+  Summary s;
+  for (size_t step = 0; step < ranks[0].verdicts.size(); ++step) {
+    bool any_own = false, any_checked = false, all_step = true, any_step = false;
+    for (const RankRun& r : ranks) {
+      any_own |= own_inf(r, step);
+      any_checked |= checked_inf(r, step);
+      all_step &= stepped(r, step);
+      any_step |= stepped(r, step);
+      if (e.sharded && !e.global_verdict) s.as_designed &= stepped(r, step) != checked_inf(r, step);
+    }
+    if (!e.sharded) s.as_designed &= all_step == !any_own && any_step == all_step;
+    if (e.sharded && e.global_verdict) s.as_designed &= all_step == !any_checked && any_step == all_step;
+    s.inf_steps += any_checked;
+    s.skipped += !all_step;
+    s.disagree += any_step && !all_step;
+  }
+  for (const RankRun& r : ranks) s.replicas_equal &= r.weights == ranks[0].weights;
   return s;
 }
 
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("data-parallel", "Sharded gradients need a global inf verdict; DDP has one by construction");
-  const bool in_job = !env("RANK").empty();
-  Job job = in_job ? job_from_env() : Job{0, env("WORLD_SIZE").empty() ? kDefaultWorld : std::atoi(env("WORLD_SIZE").c_str())};
-  job.quick = ctx.quick, job.flip = ctx.flip, job.seed = ctx.seed;  // this rank's flags, not the spawn variables
-  if (!in_job && (job.world < 2 || job.world > kMaxWorld))
-    throw lab::UsageError(fmt::format("WORLD_SIZE must be 2..{}, got '{}'", kMaxWorld, env("WORLD_SIZE")));
-  c10::intrusive_ptr<c10d::Store> store;
-  if (in_job) {  // one rank of a job: rank 0 hosts the store, unless torchrun's agent already does
-    const bool server = job.rank == 0 && env("TORCHELASTIC_USE_AGENT_STORE") != "True";
-    store = lab::connect_store(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), server);
-    run_rank(job, store);
-  } else {  // port 0: the store binds a free port, which the ranks are told
-    store = lab::connect_store("127.0.0.1", 0, /*server=*/true);
-    spawn_ranks(lab::store_port(*store), ctx, job.world);
-  }
-  r.note(fmt::format("{} ranks, c10d Gloo on CPU tensors, {}; fp16 autocast + amp::GradScaler (init 2^16, grows every {} steps), SGD",
-                     job.world, in_job ? fmt::format("this is rank {} of a job at {}:{}", job.rank, env("MASTER_ADDR"), env("MASTER_PORT"))
-                                       : "spawned on 127.0.0.1", kGrowthInterval));
-  if (ctx.cuda()) r.note("CUDA: this lab's ranks still compute on CPU tensors over Gloo (no NCCL path is built)");
-  if (ctx.flip) r.note("FLIP: the process-group option is left out: found_inf is not all-reduced in sharded-global");
-  r.note(fmt::format("shards: parameter tensors 0-5 (w1 b1 w2 b2 w3 b3) split into {} contiguous ranges; {} steps",
-                     job.world, job.quick ? kStepsQuick : kSteps));
+// How a run's ranks came apart, from their decisions and scales at each step.
+struct Apart {
+  int64_t first_disagreement = -1;  // the first step the ranks decided differently
+  int64_t parted_at = -1;           // the first step whose loss scales differ between ranks
+  int64_t inf_after_part = 0;       // steps with an inf from parted_at on
+  // Sharded, the owner of a shard divides the all-reduced sum of S_r * g_r by its own S_o: its gradient
+  // is off by mean_r(S_r) / S_o. The factor furthest from 1 on a step the owner applied (log2), and where.
+  double max_mix_log2 = 0;
+  int mix_rank = -1;
+  int64_t mix_step = -1;
+  int64_t overflow_from = -1;  // from this step to the end, every rank's own backward overflowed
+  // The rank whose own backward overflowed most often outside its shard (so it stepped, and its scale
+  // grew on, while the inf landed in a shard another rank checks), and on how many steps.
+  int elsewhere_rank = -1;
+  int64_t elsewhere_steps = 0;
+};
 
-  RunResult res[3];
-  Summary sum[3];
-  for (int i = 0; i < 3; ++i) sum[i] = summarize(res[i] = fetch(*store, kRuns[i], job.world));
-  if (in_job) lab::store_barrier(*store, "amp-lab/dp/read", job.rank, job.world);  // rank 0's store outlives the reads
-  const double drift[3] = {0, lab::max_rel_diff(res[1].weights[0], res[0].weights[0]), lab::max_rel_diff(res[2].weights[0], res[0].weights[0])};
-  auto& t = r.table("the three runs", {"run", "steps with an inf", "skipped", "ranks disagree", "final scales per rank", "replicas equal", "max |w - w_ddp| / max |w_ddp|"});
-  for (int i = 0; i < 3; ++i) {
-    std::string scales;
-    for (const auto& s : res[i].scales) scales += (scales.empty() ? "" : " ") + (s.back() > 0 ? fmt::format("2^{:g}", std::log2(s.back())) : std::string("0"));
-    t.row({kRuns[i], std::to_string(sum[i].inf_steps), std::to_string(sum[i].skipped), std::to_string(sum[i].disagree), scales,
-           sum[i].replicas_equal ? "bitwise" : "no", lab::sci(drift[i])});
+Apart apart_of(const std::vector<RankRun>& ranks) {
+  Apart a;
+  const size_t steps = ranks[0].verdicts.size();
+  for (size_t step = 0; step < steps; ++step) {
+    double mean = 0, lo = ranks[0].scales[step], hi = lo;
+    bool all_step = true, any_step = false, all_own = true, any_checked = false;
+    for (const RankRun& r : ranks) {
+      mean += r.scales[step] / static_cast<double>(ranks.size());
+      lo = std::min<double>(lo, r.scales[step]), hi = std::max<double>(hi, r.scales[step]);
+      all_step &= stepped(r, step), any_step |= stepped(r, step);
+      all_own &= own_inf(r, step), any_checked |= checked_inf(r, step);
+    }
+    if (a.first_disagreement < 0 && any_step && !all_step) a.first_disagreement = static_cast<int64_t>(step);
+    if (a.parted_at < 0 && lo != hi) a.parted_at = static_cast<int64_t>(step);
+    if (a.parted_at >= 0) a.inf_after_part += any_checked;
+    for (size_t rank = 0; rank < ranks.size(); ++rank) {
+      const double scale = ranks[rank].scales[step];
+      if (!stepped(ranks[rank], step) || scale <= 0) continue;
+      const double off = std::log2(mean / scale);
+      if (std::abs(off) <= std::abs(a.max_mix_log2)) continue;
+      a.max_mix_log2 = off;
+      a.mix_rank = static_cast<int>(rank), a.mix_step = static_cast<int64_t>(step);
+    }
+    if (!all_own)
+      a.overflow_from = -1;
+    else if (a.overflow_from < 0)
+      a.overflow_from = static_cast<int64_t>(step);
   }
-  r.observe("ddp_skipped", "ddp: steps skipped", static_cast<double>(sum[0].skipped));
-  r.observe("local_disagree_steps", "sharded-local: steps the ranks decided differently", static_cast<double>(sum[1].disagree));
-  r.observe("local_drift", "sharded-local: weights vs ddp (max relative difference)", drift[1], "", lab::sci(drift[1]));
-  r.observe("global_disagree_steps", "sharded-global: steps the ranks decided differently", static_cast<double>(sum[2].disagree));
-  r.observe("global_drift", "sharded-global: weights vs ddp (max relative difference)", drift[2], "", lab::sci(drift[2]));
-
-  r.check("ddp: every rank makes the same skip decisions, exactly on the steps with an inf on some rank, and the replicas stay bitwise identical",
-          sum[0].skipped > 0 && sum[0].disagree == 0 && sum[0].skips_match_infs && sum[0].replicas_equal,
-          fmt::format("{} steps skipped, {} disagreements, skips {} the inf steps, replicas {}", sum[0].skipped, sum[0].disagree,
-                      sum[0].skips_match_infs ? "match" : "do not match", sum[0].replicas_equal ? "bitwise equal" : "differ"));
-  r.check("sharded without a global verdict: ranks skip different steps and the weights drift from ddp's",
-          sum[1].disagree > 0 && drift[1] > 0, fmt::format("{} disagreements, drift {}", sum[1].disagree, lab::sci(drift[1])));
-  r.check("sharded with the process-group option: ranks skip the same steps, exactly those with an inf on some rank, and end bitwise equal to ddp",
-          sum[2].skipped > 0 && sum[2].disagree == 0 && sum[2].skips_match_infs && sum[2].replicas_equal && res[2].weights[0] == res[0].weights[0],
-          fmt::format("{} skipped, {} disagreements, drift from ddp {}", sum[2].skipped, sum[2].disagree, lab::sci(drift[2])));
-  r.takeaway("DDP all-reduces gradients before unscaling, so every rank sees every inf; with sharded gradients each rank sees only its "
-             "shard, and found_inf must be all-reduced (ShardedGradScaler, GradScalerOptions::process_group) for one verdict");
-  return r;
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    int64_t n = 0;
+    for (size_t step = 0; step < steps; ++step)
+      n += own_inf(ranks[rank], step) && !checked_inf(ranks[rank], step) && stepped(ranks[rank], step);
+    if (n > a.elsewhere_steps) a.elsewhere_steps = n, a.elsewhere_rank = static_cast<int>(rank);
+  }
+  return a;
 }
 
-// A spawned rank: run before main(), whichever executable this is (lab, amp-lab, a test), then exit.
-[[maybe_unused]] const bool kIsWorker = [] {
-  if (env(kWorkerVar) != "1") return false;
-  int code = 0;
-  try {
-    const Job job = job_from_env();
-    run_rank(job, lab::connect_store(env("MASTER_ADDR"), std::atoi(env("MASTER_PORT").c_str()), /*server=*/false));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %s: %s\n", env("RANK").c_str(), lab::one_line(e).c_str());
-    code = 3;
+std::string pow2(double x) {
+  return x > 0    ? fmt::format("2^{:g}", std::round(std::log2(x) * 10) / 10)
+         : x == 0 ? "0"
+                  : fmt::format("{:g}", x);
+}
+
+// A factor on a gradient, in words: "2^14 times too large", "0.51 times its true size".
+std::string factor_words(double log2_factor) {
+  if (log2_factor >= 1) return pow2(std::exp2(log2_factor)) + " times too large";
+  return fmt::format("{:.2f} times its true size", std::exp2(log2_factor));
+}
+
+std::string final_scales(const std::vector<RankRun>& ranks, const char* sep = " ") {
+  std::string s;
+  for (const RankRun& r : ranks) s += (s.empty() ? "" : sep) + pow2(r.scales.back());
+  return s;
+}
+
+std::string ranks_that(const std::vector<RankRun>& ranks, size_t step, bool skipped) {
+  std::string s;
+  for (size_t r = 0; r < ranks.size(); ++r)
+    if (stepped(ranks[r], step) != skipped) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
+  return s;
+}
+
+// The essential part, before the question: the setup and the three runs side by side.
+void report_runs(const Result& m, const std::vector<Summary>& sum, const std::vector<double>& drift,
+                 lab::Report& r) {
+  if (m.ctx.flip) r.note("FLIP: sharded-global's scaler has no process group: found_inf is not all-reduced");
+  r.section(fmt::format("{} ranks, {} SGD steps per run, batch {} per rank", m.world, m.steps, kBatch));
+  r.note(fmt::format("{}; {} (the ranks are processes of this lab)", m.backend, m.where));
+  r.note(fmt::format("fp16 autocast + amp::GradScaler from 2^16, x2 after {} clean steps (PyTorch: 2000)",
+                     kGrowthInterval));
+  r.note(fmt::format("sharded: the parameter tensors w1 b1 w2 b2 w3 b3 in {} contiguous shards", m.world));
+  auto& t = r.table("", {"run", "inf steps", "skipped", "disagree", "final scales", "vs ddp"});
+  for (size_t e = 0; e < kNumExperiments; ++e)
+    t.row({kExperiments[e].name, std::to_string(sum[e].inf_steps), std::to_string(sum[e].skipped),
+           std::to_string(sum[e].disagree), final_scales(m.runs[e]), lab::sci(drift[e])});
+  r.note("inf steps: some rank's scaler found an inf; skipped: some rank skipped the step");
+  r.note("disagree: the ranks did not all decide alike; vs ddp: max |w - w_ddp| / max |w_ddp|");
+
+  r.detail_section("The runs in numbers");
+  r.observe("ddp_skipped", "ddp: steps skipped", static_cast<double>(sum[0].skipped));
+  r.observe("local_disagree_steps", "sharded-local: steps the ranks decided differently",
+            static_cast<double>(sum[1].disagree));
+  r.observe("local_drift", "sharded-local: weights vs ddp (max relative difference)", drift[1], "",
+            lab::sci(drift[1]));
+  r.observe("global_disagree_steps", "sharded-global: steps the ranks decided differently",
+            static_cast<double>(sum[2].disagree));
+  r.observe("global_drift", "sharded-global: weights vs ddp (max relative difference)", drift[2], "",
+            lab::sci(drift[2]));
+}
+
+// After the answer: how sharded-local's ranks came apart, step by step, in this run's numbers.
+void report_apart(const Result& m, const Summary& ddp, const Summary& local, const Apart& a, lab::Report& r) {
+  const std::vector<RankRun>& runs = m.runs[1];
+  r.detail_section("How sharded-local came apart");
+  if (a.first_disagreement >= 0)
+    r.note(
+        fmt::format("step {}: the ranks first decided differently (rank {} skipped, rank {} stepped): "
+                    "each checked only its own shard",
+                    a.first_disagreement, ranks_that(runs, static_cast<size_t>(a.first_disagreement), true),
+                    ranks_that(runs, static_cast<size_t>(a.first_disagreement), false)));
+  if (a.parted_at >= 0)
+    r.note(
+        fmt::format("from step {} the ranks' loss scales differed, so the all-reduce summed gradients scaled "
+                    "by different "
+                    "factors, and each owner divided that sum by its own scale",
+                    a.parted_at));
+  if (a.elsewhere_rank >= 0)
+    r.note(fmt::format(
+        "on {} steps rank {}'s own backward overflowed outside its shard: it stepped and its scale "
+        "grew on, while the inf landed in a shard that another rank checks, which skipped",
+        a.elsewhere_steps, a.elsewhere_rank));
+  if (a.mix_rank >= 0)
+    r.note(
+        fmt::format("the worst applied step: rank {} at step {} stepped its shard with a gradient {} (the "
+                    "ranks' mean scale over its own)",
+                    a.mix_rank, a.mix_step, factor_words(a.max_mix_log2)));
+  if (a.overflow_from >= 0)
+    r.note(
+        fmt::format("from step {} on, every rank's own backward overflowed on every step", a.overflow_from));
+  const int64_t after = a.parted_at < 0 ? 0 : m.steps - a.parted_at;
+  r.observe("local_parted_at", "sharded-local: first step whose loss scales differ between ranks",
+            static_cast<double>(a.parted_at), "", a.parted_at < 0 ? "never" : std::to_string(a.parted_at));
+  r.observe("local_max_mix", "sharded-local: an applied shard gradient at worst (log2 of its factor)",
+            a.max_mix_log2, "", factor_words(a.max_mix_log2));
+  r.observe("local_overflow_from", "sharded-local: every rank's backward overflows from step",
+            static_cast<double>(a.overflow_from), "",
+            a.overflow_from < 0 ? "never" : std::to_string(a.overflow_from));
+  r.observe("local_overflow_elsewhere",
+            "sharded-local: steps a rank's own overflow landed in another's shard",
+            static_cast<double>(a.elsewhere_steps));
+  r.observe("local_inf_steps", "sharded-local: steps with an inf", static_cast<double>(local.inf_steps), "",
+            fmt::format("{} of {}", local.inf_steps, m.steps));
+  r.observe("local_inf_after_part", "sharded-local: steps with an inf once the scales differ",
+            static_cast<double>(a.inf_after_part), "", fmt::format("{} of {}", a.inf_after_part, after));
+  r.observe("ddp_inf_steps", "ddp: steps with an inf", static_cast<double>(ddp.inf_steps), "",
+            fmt::format("{} of {}", ddp.inf_steps, m.steps));
+  r.observe("local_final_scales", "sharded-local: final scales per rank", runs[0].scales.back(), "",
+            final_scales(runs, " and "));
+}
+
+void report_checks(const std::vector<Summary>& sum, const std::vector<double>& drift, const Apart& a,
+                   const Result& m, lab::Report& r);
+
+void report(const Result& m, lab::Report& r) {
+  std::vector<Summary> sum;
+  std::vector<double> drift;
+  for (size_t e = 0; e < kNumExperiments; ++e) {
+    sum.push_back(summarize(m.runs[e], kExperiments[e]));
+    drift.push_back(lab::max_rel_diff(m.runs[e][0].weights, m.runs[0][0].weights));
   }
-  std::fflush(nullptr);
-  std::_Exit(code);
-}();
+  const Apart a = apart_of(m.runs[1]);
+  report_runs(m, sum, drift, r);
+  report_apart(m, sum[0], sum[1], a, r);
+
+  r.detail_section("What crossed between the ranks");
+  r.observe("grad_dtype", "dtype of the gradients all-reduced (the parameters'; autocast computed in fp16)",
+            m.grad_dtype == "fp32" ? 32 : 0, "", m.grad_dtype);
+  r.observe("fp16_all_reduce_exact", "an fp16 tensor all-reduced once: its sum exact on every rank",
+            m.fp16_all_reduce_exact, "",
+            m.fp16_all_reduce_exact ? "exact on every rank" : "not exact on some rank");
+  r.note("Gloo's sockets: " + m.sockets);
+  r.note(fmt::format("each network wait (the store, its handshake, every collective) may take {:g} s ({})",
+                     m.timeout.count() / 1000.0, lab::kRankTimeoutVar));
+  r.takeaway(
+      "DDP all-reduces the gradients before unscaling, so every rank checks every inf; with sharded "
+      "gradients each rank checks only its shard, and found_inf must be all-reduced (ShardedGradScaler, "
+      "GradScalerOptions::process_group) for one verdict");
+
+  report_checks(sum, drift, a, m, r);
+}
+
+// The claims, each computed from this run's decisions, scales and weights.
+void report_checks(const std::vector<Summary>& sum, const std::vector<double>& drift, const Apart& a,
+                   const Result& m, lab::Report& r) {
+  const Summary &ddp = sum[0], &local = sum[1], &global = sum[2];
+  r.check(
+      "ddp-same-skips",
+      "ddp: every rank skips the same steps, exactly those where some rank's backward overflowed, and the "
+      "replicas stay bitwise equal",
+      ddp.skipped > 0 && ddp.as_designed && ddp.replicas_equal,
+      fmt::format("{} skipped, {} disagreements, skips {} the overflows, replicas {}", ddp.skipped,
+                  ddp.disagree, ddp.as_designed ? "match" : "do not match",
+                  ddp.replicas_equal ? "bitwise equal" : "differ"));
+  r.check(
+      "sharded-local-diverges",
+      "sharded without a global verdict: each rank skips exactly the steps its own shard overflowed, so the "
+      "ranks decide differently and the weights drift from ddp's",
+      local.as_designed && local.disagree > 0 && drift[1] > 0,
+      fmt::format("each rank's skips {} its shard's infs; {} disagreements; drift {}",
+                  local.as_designed ? "match" : "do not match", local.disagree, lab::sci(drift[1])));
+  const int64_t after = a.parted_at < 0 ? 0 : m.steps - a.parted_at;
+  r.check("scales-part-then-overflow",
+          fmt::format(
+              "once the ranks' scales differ, an owner applies its shard's gradient {}x off or more (either "
+              "way), and more steps overflow than in ddp",
+              kMixOff),
+          after > 0 && std::abs(a.max_mix_log2) >= std::log2(kMixOff) &&
+              static_cast<double>(a.inf_after_part) / static_cast<double>(after) >
+                  static_cast<double>(ddp.inf_steps) / static_cast<double>(m.steps),
+          fmt::format(
+              "scales differ from step {}; an applied gradient {}; then {} of {} steps had an inf, ddp {} "
+              "of {}",
+              a.parted_at, factor_words(a.max_mix_log2), a.inf_after_part, after, ddp.inf_steps, m.steps));
+  r.check("sharded-global-matches-ddp",
+          "sharded with the process-group option: every rank skips the same steps, exactly those where some "
+          "shard overflowed, and the weights end bitwise equal to ddp's",
+          global.skipped > 0 && global.as_designed && global.disagree == 0 &&
+              m.runs[2][0].weights == m.runs[0][0].weights,
+          fmt::format("{} skipped, {} disagreements, drift from ddp {}", global.skipped, global.disagree,
+                      lab::sci(drift[2])));
+}
 
 }  // namespace
 
-AMP_LAB_REGISTER("data-parallel", /*question=*/13, "Sharded gradients need a global inf verdict; DDP has one by construction",
-                 /*heading=*/"Ranks training one fp16 model: DDP-style and with sharded gradients, with and without an all-reduced found_inf",
-                 run, /*provides=*/{"ddp_skipped", "local_disagree_steps", "local_drift", "global_disagree_steps", "global_drift"});
+AMP_LAB(measure, report);

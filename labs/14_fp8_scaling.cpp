@@ -1,27 +1,36 @@
-// Lab 14: FP8 training needs a scale per tensor. Backs quiz question 14.
+// Lab 14: FP8 training with a scale per tensor (quiz question 14).
 //
-// The small-gradient problem of labs 02 and 07 (src/lab/underflow.h), widened to 16 hidden units so the
-// matmuls fit FP8 kernels' multiple-of-16 shapes. The lab
-//   1. decodes E4M3 (weights, activations) and E5M2 (gradients) from bit patterns and compares them with
-//      std::numeric_limits,
-//   2. casts the MLP's step-0 activations, weights and gradients to FP8 without a scale and measures the
-//      share that overflows or flushes to zero, then with a scale per tensor (fp8 max / the tensor's amax),
-//   3. trains with every Linear in FP8 (E4M3 forward, E5M2 gradients; at::_scaled_mm for the matmuls) with
-//      no scale, current scaling (this tensor's amax) and delayed scaling (the max over an amax history of
-//      the last steps, as production FP8 recipes do), against fp32 and bf16 autocast.
-// On the CPU _scaled_mm is a reference kernel: the lab measures accuracy only, never speed.
+// Every Linear of a small MLP runs in FP8 the way Transformer Engine (TE) and torchao run it: its input
+// and weight are cast to E4M3 and its output gradient to E5M2, each first multiplied by a scale of its
+// own (the format's max over the tensor's amax), and the matmuls take the inverse scales; fp32 master
+// weights, Adam. The scale comes from this step's amax ("current" scaling) or from the largest amax of
+// the last steps ("delayed" scaling, TE's DelayedScaling). The problem is the one of labs 02 and 07
+// (src/lab/underflow.h: gradients small by construction), 16 units wide. The lab
+//   1. casts the nine tensors of step 0 with no scale, with the best single scale for all of them, with
+//      one loss scale (fp16's recipe: only the gradients move) and with a scale each,
+//   2. trains with each recipe, against bf16 autocast and against FP8's rounding without exponent limits,
+//   3. checks that its emulated FP8 matmul gives the values of at::_scaled_mm on the CPU.
+// The matmuls are at::_scaled_mm on CUDA devices of compute capability 8.9 or newer (FP8 tensor cores);
+// elsewhere they are emulated as torchao's `emulate` mode does (dequantize, then an fp32 matmul): the
+// arithmetic of at::_scaled_mm's CPU kernel, which on CPUs with AMX runs oneDNN and is far slower.
+// Nothing here is timed.
 //
-// Run alone: build/bin/lab14_fp8_scaling [--device cpu|cuda] [--quick] [--flip]
-// --flip drops the scales (every FP8 cast uses scale 1), so delayed scaling trains like no scaling.
+// Run:  build/bin/lab14_fp8_scaling [--device cpu|cuda] [--quick] [--seed N] [--json]
+// --flip: every per-tensor scale is 1, so current and delayed scaling cast unscaled. The checks
+//         per-tensor-keeps-values and per-tensor-trains fail; the others still hold.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
 
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
+#include "amp/grad_scaler.h"
+#include "lab/hardware.h"
 #include "lab/registry.h"
 #include "lab/underflow.h"
 
@@ -30,189 +39,624 @@ namespace {
 namespace uf = lab::underflow;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+using Params = std::vector<torch::Tensor>;  // w1, b1, w2, b2, w3, b3: the fp32 master weights
 
-constexpr int64_t kTrainSteps = 300;      // Adam steps per run (as labs 02 and 07)
-constexpr int64_t kTrainStepsQuick = 80;  // ... in quick mode
-constexpr double kLearningRate = 3e-3;    // Adam, the same for every run
-constexpr int64_t kHistory = 16;          // delayed scaling: amax history length
-constexpr double kE4M3Max = 448.0, kE5M2Max = 57344.0;
+constexpr int64_t kWidth = 16;  // every layer 16 wide: FP8 GEMMs want multiples of 16
+// Labs 02 and 07's problem (tiny targets, a mean over 2048 outputs, an output layer at 1% of its init).
+constexpr uf::ProblemOptions kProblem{.batch = 128,
+                                      .inputs = kWidth,
+                                      .hidden = kWidth,
+                                      .outputs = kWidth,
+                                      .target_std = 1e-3,
+                                      .output_init = 1e-2};
+constexpr int64_t kSteps = 300, kStepsQuick = 80;   // Adam steps per training run
+constexpr double kLr = 3e-3;                        // Adam, the same for every run
+constexpr int64_t kHistory = 16;                    // delayed scaling's amax history (TE's default: 1024)
+constexpr double kMargin = 3;                       // TE's `margin`: a delayed scale divided by 2^3
+constexpr double kE4M3Max = 448, kE5M2Max = 57344;  // the formats' largest finite values
+constexpr double kLossScale = 65536;                // the one loss scale: GradScaler's start, 2^16, ...
+constexpr int64_t kGrowthInterval = 50;             // ... doubled after 50 clean steps (PyTorch: 2000)
 // Check thresholds.
-constexpr double kFailsFactor = 1.5;      // unscaled FP8 ends at least 1.5x bf16's loss
-constexpr double kWithinBf16 = 0.25;      // delayed-scaling FP8 ends within 25% of bf16's loss
+constexpr double kMostFlushed = 0.5;    // unscaled, the worst dL/dy loses at least half of its values
+constexpr double kFewLost = 0.01;       // with a scale each, no tensor loses more than 1%
+constexpr double kOneScaleLost = 0.2;   // the best single scale (and one loss scale) lose 20%+ of a tensor
+constexpr double kFailsFactor = 1.5;    // a failing recipe ends at 1.5x bf16's loss or more
+constexpr double kTrainsWithin = 1.25;  // per-tensor recipes end at most 1.25x FP8 without exponent limits
+
+// ---- The AMP code ----------------------------------------------------------------------------------
 
 enum class Scaling { None, Current, Delayed };
 
-// One tensor role of one layer (its input, weight or output gradient): the scaling state.
-struct Scaler {
+// The scale of one tensor of one layer: its input, its weight or its output gradient.
+struct Fp8Scale {
   Scaling mode = Scaling::None;
-  double fp8_max = kE4M3Max;
-  torch::Tensor history;  // the last kHistory amaxes, newest first
-  // Casts t * scale to `dtype`, saturating as FP8 recipes do; returns (fp8 tensor, 1/scale as 0-dim fp32).
-  std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t, torch::ScalarType dtype) {
-    const torch::Tensor amax = t.detach().abs().max().to(torch::kFloat).clamp_min(1e-30);
-    torch::Tensor scale = torch::ones({}, amax.options());
-    if (mode == Scaling::Current) scale = fp8_max / amax;
-    if (mode == Scaling::Delayed) {
-      if (!history.defined()) history = torch::zeros({kHistory}, amax.options());
-      const torch::Tensor past = history.max();
-      scale = fp8_max / torch::where(past > 0, past, amax);  // the first step has no history: use this amax
-      history = torch::roll(history, 1);
-      history[0] = amax;
+  torch::ScalarType dtype = torch::kFloat8_e4m3fn;
+  double max = kE4M3Max;                     // the format's largest finite value
+  double margin = 0;                         // TE's margin: scale = max / amax / 2^margin
+  torch::Tensor history;                     // delayed: the last kHistory amaxes, newest first
+  std::vector<double>* saturated = nullptr;  // the lab's instrument: the share clipped at each cast
+
+  // (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: values beyond
+  // the format's max become inf or NaN, as fp16 overflow does. Scaled, they saturate (TE clips them).
+  std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t) {
+    torch::NoGradGuard no_grad;
+    if (mode == Scaling::None) return {t.to(dtype), torch::ones({}, t.options().dtype(torch::kFloat))};
+    const torch::Tensor amax = t.abs().max().to(torch::kFloat).clamp_min(1e-30);
+    torch::Tensor scale = max / std::exp2(margin) / amax;  // current scaling: this tensor's amax
+    if (mode == Scaling::Delayed) {  // this step's amax only joins the history, for the next steps
+      if (!history.defined()) history = amax.expand({kHistory}).clone();  // step 0: no history yet
+      scale = max / std::exp2(margin) / history.max();
+      history = torch::cat({amax.reshape({1}), history.slice(0, 0, kHistory - 1)});
     }
-    return {(t * scale).clamp(-fp8_max, fp8_max).to(dtype), scale.reciprocal()};
+    const torch::Tensor v = t * scale;
+    if (saturated) saturated->push_back((v.abs() > max).sum().item<double>() / double(v.numel()));
+    return {v.clamp(-max, max).to(dtype), scale.reciprocal()};
   }
 };
 
-struct Layer { Scaler x{.fp8_max = kE4M3Max}, w{.fp8_max = kE4M3Max}, g{.fp8_max = kE5M2Max}; };
+struct Fp8Layer {
+  Fp8Scale x, w, g{.dtype = torch::kFloat8_e5m2, .max = kE5M2Max};
+};
 
-bool g_use_scaled_mm = true;  // false only if this LibTorch's _scaled_mm refuses the CPU (probed in run())
-
-// a (row-major) @ b, both FP8, each with its 1/scale; fp32 out.
-torch::Tensor mm8(const torch::Tensor& a, const torch::Tensor& inv_a, const torch::Tensor& b, const torch::Tensor& inv_b) {
-  if (!g_use_scaled_mm) return (a.to(torch::kFloat) * inv_a).matmul(b.to(torch::kFloat) * inv_b);
-  return at::_scaled_mm(a.contiguous(), b.t().contiguous().t(), inv_a, inv_b, {}, {}, torch::kFloat);  // b column-major
+// a8 @ b8 in fp32 from FP8 operands and their inverse scales, as torchao's emulate mode computes it:
+// dequantize, then an fp32 matmul (at::_scaled_mm's CPU kernel does the same arithmetic).
+torch::Tensor fp8_mm_emulated(const torch::Tensor& a8, const torch::Tensor& inv_a, const torch::Tensor& b8,
+                              const torch::Tensor& inv_b) {
+  return at::matmul(a8.contiguous().to(torch::kFloat).mul_(inv_a),
+                    b8.contiguous().to(torch::kFloat).mul_(inv_b));
 }
 
-// y = x w^T + b with both matmuls of forward and backward in FP8.
+// On FP8 tensor cores (CUDA 8.9+) at::_scaled_mm, whose second operand must be column-major.
+torch::Tensor fp8_mm(const torch::Tensor& a8, const torch::Tensor& inv_a, const torch::Tensor& b8,
+                     const torch::Tensor& inv_b) {
+  static const bool tensor_cores = amp::cuda_compute_capability() >= 89;
+  if (a8.is_cuda() && tensor_cores)
+    return at::_scaled_mm(a8.contiguous(), b8.t().contiguous().t(), inv_a, inv_b, {}, {}, torch::kFloat);
+  return fp8_mm_emulated(a8, inv_a, b8, inv_b);
+}
+
+// y = x w^T + b with all three matmuls (forward, input gradient, weight gradient) in FP8.
 struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w, torch::Tensor b, Layer* layer) {
-    auto [x8, inv_x] = layer->x.quantize(x, torch::kFloat8_e4m3fn);
-    auto [w8, inv_w] = layer->w.quantize(w, torch::kFloat8_e4m3fn);
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w, torch::Tensor b,
+                               Fp8Layer* layer) {
+    auto [x8, inv_x] = layer->x.quantize(x);
+    auto [w8, inv_w] = layer->w.quantize(w);
     ctx->save_for_backward({x8, inv_x, w8, inv_w});
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
-    return mm8(x8, inv_x, w8.t(), inv_w) + b;
+    return fp8_mm(x8, inv_x, w8.t(), inv_w) + b;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto* layer = reinterpret_cast<Layer*>(ctx->saved_data["layer"].toInt());
-    const auto s = ctx->get_saved_variables();
-    auto [g8, inv_g] = layer->g.quantize(grads[0], torch::kFloat8_e5m2);
-    return {mm8(g8, inv_g, s[2], s[3]), mm8(g8.t(), inv_g, s[0], s[1]), grads[0].sum(/*dim=*/0), torch::Tensor()};
+    auto* layer = reinterpret_cast<Fp8Layer*>(ctx->saved_data["layer"].toInt());
+    const auto s = ctx->get_saved_variables();  // x8, inv_x, w8, inv_w
+    auto [g8, inv_g] = layer->g.quantize(grads[0]);
+    return {fp8_mm(g8, inv_g, s[2], s[3]), fp8_mm(g8.t(), inv_g, s[0], s[1]), grads[0].sum(0), {}};
   }
 };
 
-// The problem's MLP (underflow.cpp's forward) with FP8 Linears; MSE in fp32.
-torch::Tensor fp8_loss(const uf::Params& p, const uf::Problem& problem, std::vector<Layer>& layers) {
-  torch::Tensor h = torch::tanh(Fp8Linear::apply(problem.x, p[0], p[1], &layers[0]));
+// One FP8 training step. The scaler is enabled only for the one-loss-scale recipe (fp16's); disabled,
+// scale() and update() pass through and step() just steps.
+bool fp8_train_step(Params& p, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                    std::vector<Fp8Layer>& layers, const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();
+  torch::Tensor h = torch::tanh(Fp8Linear::apply(x, p[0], p[1], &layers[0]));
   h = torch::tanh(Fp8Linear::apply(h, p[2], p[3], &layers[1]));
-  return torch::mse_loss(Fp8Linear::apply(h, p[4], p[5], &layers[2]), problem.y);
+  const torch::Tensor loss = torch::mse_loss(Fp8Linear::apply(h, p[4], p[5], &layers[2]), y);
+  scaler.scale(loss).backward();
+  const bool stepped = scaler.step(opt);  // skipped when a scaled gradient overflowed to inf/NaN
+  scaler.update();
+  return stepped;
 }
 
-double train_fp8(const uf::Problem& problem, Scaling mode, int64_t steps) {
-  std::vector<Layer> layers(3);
-  for (auto& l : layers) l.x.mode = l.w.mode = l.g.mode = mode;
-  uf::Params p = uf::copy_params(problem.init);
-  torch::optim::Adam opt(p, torch::optim::AdamOptions(kLearningRate));
+// The yardsticks' step: the same MLP under bf16 autocast (or in fp32, autocast off).
+void autocast_train_step(Params& p, torch::optim::Optimizer& opt, torch::ScalarType dtype,
+                         const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);
+    torch::Tensor h = torch::tanh(torch::linear(x, p[0], p[1]));
+    h = torch::tanh(torch::linear(h, p[2], p[3]));
+    loss = torch::mse_loss(torch::linear(h, p[4], p[5]), y);
+  }
+  loss.backward();
+  opt.step();
+}
+
+// ---- measure ---------------------------------------------------------------------------------------
+
+// FP8's rounding without its exponent limits (a yardstick, not a recipe): inputs and weights rounded to
+// E4M3's 4 significant bits, output gradients to E5M2's 3, at any magnitude; fp32 matmuls.
+torch::Tensor round_significand(const torch::Tensor& t, int bits) {
+  auto [m, e] = torch::frexp(t);  // t = m * 2^e, 0.5 <= |m| < 1
+  const double k = std::exp2(bits);
+  return torch::ldexp(torch::round(m * k) / k, e);  // round half to even, as the FP8 casts do
+}
+
+struct NoLimitLinear : torch::autograd::Function<NoLimitLinear> {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w, torch::Tensor b) {
+    const torch::Tensor xr = round_significand(x.detach(), 4), wr = round_significand(w.detach(), 4);
+    ctx->save_for_backward({xr, wr});
+    return xr.matmul(wr.t()) + b;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const auto s = ctx->get_saved_variables();
+    const torch::Tensor g = round_significand(grads[0], 3);
+    return {g.matmul(s[1]), g.t().matmul(s[0]), grads[0].sum(0)};
+  }
+};
+
+// The nine tensors the FP8 Linears cast, in this order: layer inputs, weights, output gradients.
+const char* const kNames[] = {"x", "h1", "h2", "W1", "W2", "W3", "dL/dy1", "dL/dy2", "dL/dy3"};
+constexpr size_t kW3 = 5;
+
+struct Step0Tensor {
+  std::string name;
+  bool grad = false;  // an output gradient (E5M2); else a layer input or a weight (E4M3)
+  torch::Tensor t;
+  double amax = 0;
+  double flushed_none = 0, beyond_none = 0;  // shares of the nonzero values, cast without a scale
+  double lost_loss_scale = 0, lost_own = 0;  // ... with one loss scale, with a scale of its own
+};
+
+struct Fp8Run {
+  double final_loss = 0;
+  int64_t skipped = 0;
+  double final_scale = 1;                      // the loss scale at the end (1: no loss scale)
+  std::vector<std::vector<double>> saturated;  // per tensor (kNames order), the share clipped per step
+  double w3_lost_at_end = 0;                   // W3's share lost by an unscaled E4M3 cast after training
+};
+
+struct Emulation {
+  int products = 0, bitwise = 0;
+  double worst_vs_bound = 0;  // max |emulated - _scaled_mm| over the fp32 accumulation bound
+};
+
+// A format's limits, decoded from its bit patterns.
+struct Format {
+  float max = 0, min_normal = 0, min_subnormal = 0, spacing_at_1 = 0;
+  double span() const { return std::log2(max / min_subnormal); }  // powers of two it holds
+};
+
+template <class F>
+Format decode(uint8_t max_bits, uint8_t min_normal_bits, uint8_t one_bits) {
+  auto v = [](uint8_t bits) { return static_cast<float>(F(bits, F::from_bits())); };
+  return {v(max_bits), v(min_normal_bits), v(0x01), v(one_bits + 1) - v(one_bits)};
+}
+
+struct Result {
+  lab::Context ctx;
+  Format e4m3 = decode<c10::Float8_e4m3fn>(0x7E, 0x08, 0x38),
+         e5m2 = decode<c10::Float8_e5m2>(0x7B, 0x04, 0x3C);
+  bool limits_agree = false;  // std::numeric_limits gives the same max and smallest subnormal
+  int64_t steps = 0;
+  std::vector<Step0Tensor> tensors;  // kNames order
+  int best_exp = 0;                  // the best single scale for all nine tensors, 2^best_exp, ...
+  double best_lost = 0;              // ... still loses this share ...
+  std::string best_worst;            // ... of this tensor
+  double fp32 = 0, bf16 = 0, no_limit = 0;
+  Fp8Run none, loss_scale, current, delayed, delayed_margin;
+  Emulation emu;
+};
+
+// Of t's nonzero values, the shares that (t * scale) cast to FP8 flushes to zero and puts beyond max.
+std::pair<double, double> lost_in_cast(const torch::Tensor& t, double scale, bool grad) {
+  const torch::Tensor v = t.to(torch::kFloat) * scale, nz = t != 0;
+  const double n = std::max(1.0, nz.sum().item<double>());
+  const torch::Tensor cast = v.to(grad ? torch::kFloat8_e5m2 : torch::kFloat8_e4m3fn);
+  return {(nz & (cast == 0)).sum().item<double>() / n,
+          (v.abs() > (grad ? kE5M2Max : kE4M3Max)).sum().item<double>() / n};
+}
+
+double lost_share(const torch::Tensor& t, double scale, bool grad) {
+  const auto [flushed, beyond] = lost_in_cast(t, scale, grad);
+  return flushed + beyond;
+}
+
+Fp8Scale scale_for(bool grad, Scaling mode) {
+  if (grad) return {.mode = mode, .dtype = torch::kFloat8_e5m2, .max = kE5M2Max};
+  return {.mode = mode};
+}
+
+// The nine tensors of step 0, from an fp32 pass of the same MLP.
+std::vector<Step0Tensor> step0_tensors(const uf::Problem& problem) {
+  Params p = uf::copy_params(problem.init);
+  std::vector<torch::Tensor> in, out;
+  torch::Tensor h = problem.x;
+  for (size_t i = 0; i < 3; ++i) {
+    in.push_back(h);
+    out.push_back(torch::linear(h, p[2 * i], p[2 * i + 1]));
+    out.back().retain_grad();
+    h = i < 2 ? torch::tanh(out.back()) : out.back();
+  }
+  torch::mse_loss(h, problem.y).backward();
+  std::vector<Step0Tensor> ts;
+  for (size_t i = 0; i < 9; ++i) {
+    const torch::Tensor t = i < 3 ? in[i] : i < 6 ? p[2 * (i - 3)] : out[i - 6].grad();
+    ts.push_back({.name = kNames[i], .grad = i >= 6, .t = t.detach().clone()});
+  }
+  return ts;
+}
+
+// Each step-0 tensor cast four ways; then the one scale 2^k for all nine whose worst tensor loses least.
+void cast_step0(Result& m, const uf::Problem& problem) {
+  m.tensors = step0_tensors(problem);
+  for (auto& s : m.tensors) {
+    s.amax = s.t.abs().max().item<double>();
+    std::tie(s.flushed_none, s.beyond_none) = lost_in_cast(s.t, 1.0, s.grad);
+    s.lost_loss_scale = lost_share(s.t, s.grad ? kLossScale : 1.0, s.grad);  // only gradients see it
+    Fp8Scale own = scale_for(s.grad, m.ctx.flip ? Scaling::None : Scaling::Current);
+    const torch::Tensor q = own.quantize(s.t).first.to(torch::kFloat), nz = s.t != 0;
+    s.lost_own = ((nz & ((q == 0) | ~torch::isfinite(q))).sum() / nz.sum().clamp_min(1)).item<double>();
+  }
+  m.best_lost = 2;
+  for (int k = -20; k <= 50; ++k) {
+    double worst = 0;
+    std::string who;
+    for (const auto& s : m.tensors) {
+      const double lost = lost_share(s.t, std::exp2(k), s.grad);
+      if (lost > worst) worst = lost, who = s.name;
+    }
+    if (worst < m.best_lost) m.best_lost = worst, m.best_exp = k, m.best_worst = who;
+  }
+}
+
+Fp8Run train_fp8(const uf::Problem& problem, Scaling mode, bool loss_scale, int64_t steps,
+                 double margin = 0) {
+  Fp8Run run;
+  run.saturated.resize(mode == Scaling::Delayed ? 9 : 0);
+  std::vector<Fp8Layer> layers(3);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    Fp8Scale* scales[] = {&layers[i].x, &layers[i].w, &layers[i].g};
+    for (size_t r = 0; r < 3; ++r) {
+      scales[r]->mode = mode;
+      scales[r]->margin = margin;
+      if (!run.saturated.empty()) scales[r]->saturated = &run.saturated[3 * r + i];
+    }
+  }
+  Params p = uf::copy_params(problem.init);
+  torch::optim::Adam opt(p, torch::optim::AdamOptions(kLr));
+  amp::GradScaler scaler(
+      problem.x.device(),
+      {.init_scale = kLossScale, .growth_interval = kGrowthInterval, .enabled = loss_scale});
+  for (int64_t i = 0; i < steps; ++i)
+    run.skipped += !fp8_train_step(p, opt, scaler, layers, problem.x, problem.y);
+  run.final_loss = uf::eval_loss(p, problem);
+  run.final_scale = scaler.get_scale();
+  run.w3_lost_at_end = lost_share(p[4].detach(), 1.0, /*grad=*/false);
+  return run;
+}
+
+double train_autocast(const uf::Problem& problem, torch::ScalarType dtype, int64_t steps) {
+  Params p = uf::copy_params(problem.init);
+  torch::optim::Adam opt(p, torch::optim::AdamOptions(kLr));
+  for (int64_t i = 0; i < steps; ++i) autocast_train_step(p, opt, dtype, problem.x, problem.y);
+  return uf::eval_loss(p, problem);
+}
+
+double train_no_limit(const uf::Problem& problem, int64_t steps) {
+  Params p = uf::copy_params(problem.init);
+  torch::optim::Adam opt(p, torch::optim::AdamOptions(kLr));
   for (int64_t i = 0; i < steps; ++i) {
     opt.zero_grad();
-    fp8_loss(p, problem, layers).backward();
+    torch::Tensor h = torch::tanh(NoLimitLinear::apply(problem.x, p[0], p[1]));
+    h = torch::tanh(NoLimitLinear::apply(h, p[2], p[3]));
+    torch::mse_loss(NoLimitLinear::apply(h, p[4], p[5]), problem.y).backward();
     opt.step();
   }
   return uf::eval_loss(p, problem);
 }
 
-struct CastStats { double overflow = 0, flushed = 0; };
-// Of t's nonzero values, the shares beyond the format's max and cast to zero, after multiplying by scale.
-CastStats cast_stats(const torch::Tensor& t, double fp8_max, torch::ScalarType dtype, double scale) {
-  const torch::Tensor v = t.detach().to(torch::kDouble).flatten() * scale;
-  const torch::Tensor nz = v != 0;
-  const double n = nz.sum().item<double>();
-  return {(v.abs() > fp8_max).sum().item<double>() / n, (nz & (v.to(dtype) == 0)).sum().item<double>() / n};
+// The emulated FP8 matmul against at::_scaled_mm on the CPU, on the nine matmuls of step 0 (each
+// layer's forward, input-gradient and weight-gradient product), operands cast with current scales.
+Emulation emulation_vs_scaled_mm(const std::vector<Step0Tensor>& ts) {
+  Emulation e;
+  auto q = [&](size_t i) { return scale_for(ts[i].grad, Scaling::Current).quantize(ts[i].t.cpu()); };
+  for (size_t l = 0; l < 3; ++l) {
+    const auto x = q(l), w = q(3 + l), g = q(6 + l);
+    const std::pair<torch::Tensor, torch::Tensor> products[][2] = {
+        {x, {w.first.t(), w.second}}, {g, w}, {{g.first.t(), g.second}, x}};
+    for (const auto& [a, b] : products) {
+      const torch::Tensor emulated = fp8_mm_emulated(a.first, a.second, b.first, b.second);
+      const torch::Tensor ref = at::_scaled_mm(a.first.contiguous(), b.first.t().contiguous().t(), a.second,
+                                               b.second, {}, {}, torch::kFloat);
+      // |fl(sum) - sum| <= (K + 4) u sum |a b|, u = 2^-24: K additions and the scalings' roundings.
+      const auto dequantized = [](const std::pair<torch::Tensor, torch::Tensor>& o) {
+        return (o.first.to(torch::kDouble) * o.second.item<double>()).abs();
+      };
+      const double k = static_cast<double>(a.first.size(1));
+      const torch::Tensor bound = (k + 4) * std::exp2(-24) * dequantized(a).matmul(dequantized(b));
+      const torch::Tensor diff = (emulated.to(torch::kDouble) - ref.to(torch::kDouble)).abs();
+      e.products++;
+      e.bitwise += torch::equal(emulated, ref);
+      e.worst_vs_bound = std::max(e.worst_vs_bound, (diff / bound.clamp_min(1e-300)).max().item<double>());
+    }
+  }
+  return e;
 }
 
-lab::Report run(const lab::Context& ctx) {
-  lab::Report r("fp8-scaling", "FP8 training needs a scale per tensor");
-  r.note(fmt::format("E4M3 forward, E5M2 gradients, fp32 master weights and Adam; float64 evaluation{}",
-                     ctx.flip ? "; FLIP: every FP8 scale is 1" : ""));
-  if (ctx.cuda()) {
-    const int cc = amp::cuda_compute_capability();
-    r.note(fmt::format("CUDA: {} (compute capability {}.{}): {} FP8 tensor cores (8.9 or newer)", amp::cuda_device_name(),
-                       cc / 10, cc % 10, cc >= 89 ? "has" : "has no"));
-  } else {
-    r.note("CPU: at::_scaled_mm here is a reference kernel (FP8 values widened to fp32): accuracy only, no speed claimed");
+Result measure(const lab::Context& ctx) {
+  Result m{.ctx = ctx, .steps = ctx.size(kSteps, kSteps, kStepsQuick)};
+  const uf::Problem problem = uf::make_problem(kProblem, ctx.device);
+  using E4 = std::numeric_limits<c10::Float8_e4m3fn>;
+  using E5 = std::numeric_limits<c10::Float8_e5m2>;
+  m.limits_agree = m.e4m3.max == float(E4::max()) && m.e4m3.min_subnormal == float(E4::denorm_min()) &&
+                   m.e5m2.max == float(E5::max()) && m.e5m2.min_subnormal == float(E5::denorm_min());
+  cast_step0(m, problem);
+  m.emu = emulation_vs_scaled_mm(m.tensors);
+  const Scaling current = ctx.flip ? Scaling::None : Scaling::Current;
+  const Scaling delayed = ctx.flip ? Scaling::None : Scaling::Delayed;
+  m.fp32 = train_autocast(problem, torch::kFloat, m.steps);
+  m.bf16 = train_autocast(problem, torch::kBFloat16, m.steps);
+  m.no_limit = train_no_limit(problem, m.steps);
+  m.none = train_fp8(problem, Scaling::None, /*loss_scale=*/false, m.steps);
+  m.loss_scale = train_fp8(problem, Scaling::None, /*loss_scale=*/true, m.steps);
+  m.current = train_fp8(problem, current, false, m.steps);
+  m.delayed = train_fp8(problem, delayed, false, m.steps);
+  m.delayed_margin = train_fp8(problem, delayed, false, m.steps, kMargin);
+  return m;
+}
+
+// ---- report ----------------------------------------------------------------------------------------
+
+std::string pow2(double v) {
+  const double e = std::log2(v);
+  return e == std::round(e) ? fmt::format("2^{:g}", e) : fmt::format("2^{:.1f}", e);
+}
+std::string times(double ratio) {
+  return fmt::format("{:.{}f}x", ratio, ratio >= 100 ? 0 : 2);
+}
+
+// The largest share one cast of a delayed run clipped, with the tensor and the step.
+struct Clipped {
+  double share = 0;
+  std::string tensor = "none";
+  size_t step = 0;
+};
+Clipped worst_clipped(const Fp8Run& run) {
+  Clipped c;
+  for (size_t i = 0; i < run.saturated.size(); ++i)
+    for (size_t s = 0; s < run.saturated[i].size(); ++s)
+      if (run.saturated[i][s] > c.share) c = {run.saturated[i][s], kNames[i], s};
+  return c;
+}
+
+// The smallest and largest amax of the step-0 tensors, with their names.
+std::tuple<double, std::string, double, std::string> amax_extremes(const Result& m) {
+  const auto [lo, hi] = std::minmax_element(m.tensors.begin(), m.tensors.end(),
+                                            [](const auto& a, const auto& b) { return a.amax < b.amax; });
+  return {lo->amax, lo->name, hi->amax, hi->name};
+}
+
+// Powers of two between the largest value of the format the largest amax is cast to and the smallest
+// subnormal of the format the smallest amax is cast to: all that one factor can fit both into.
+double room(const Result& m) {
+  const auto [lo, hi] = std::minmax_element(m.tensors.begin(), m.tensors.end(),
+                                            [](const auto& a, const auto& b) { return a.amax < b.amax; });
+  return std::log2((hi->grad ? m.e5m2 : m.e4m3).max / (lo->grad ? m.e5m2 : m.e4m3).min_subnormal);
+}
+
+std::string path_note(const lab::Context& ctx) {
+  if (!ctx.cuda())
+    return "FP8 matmuls emulated on the CPU, as at::_scaled_mm's CPU kernel computes them; not timed";
+  const int cc = amp::cuda_compute_capability();
+  if (cc >= 89)
+    return fmt::format(
+        "FP8 matmuls: at::_scaled_mm on the FP8 tensor cores of {} (capability {}.{}); not timed",
+        amp::cuda_device_name(), cc / 10, cc % 10);
+  return fmt::format(
+      "FP8 matmuls emulated on {}: FP8 tensor cores need capability 8.9, it has {}.{}; not timed",
+      amp::cuda_device_name(), cc / 10, cc % 10);
+}
+
+// Before the question: the step-0 casts and the training runs, under neutral labels.
+void report_measured(const Result& m, lab::Report& r) {
+  if (m.ctx.flip) r.note("FLIP: every per-tensor scale is 1 (current and delayed scaling cast unscaled)");
+  r.note(
+      fmt::format("a {0}-{0}-{0}-{0} tanh MLP on the problem of labs 02 and 07 (tiny dL/dy by "
+                  "construction); x, h, W in E4M3 (max {1:g}), dL/dy in E5M2 (max {2:g})",
+                  kWidth, m.e4m3.max, m.e5m2.max));
+  r.note(path_note(m.ctx));
+  r.section("Step 0: nonzero values each FP8 cast loses (flushed to 0 or beyond max)");
+  auto& t = r.table("", {"tensor", "amax", "no scale", pow2(std::exp2(m.best_exp)) + " for all",
+                         "loss scale " + pow2(kLossScale), "per-tensor"});
+  const auto [lo, lo_name, hi, hi_name] = amax_extremes(m);
+  for (const auto& s : m.tensors) {
+    t.row({s.name, lab::sci(s.amax), lab::percent(s.flushed_none + s.beyond_none),
+           lab::percent(lost_share(s.t, std::exp2(m.best_exp), s.grad)), lab::percent(s.lost_loss_scale),
+           lab::percent(s.lost_own)});
   }
-  try {  // 2.13's CPU build has _scaled_mm; fall back (and say so) only where a build lacks it
-    const torch::Tensor one = torch::ones({}, torch::TensorOptions().device(ctx.device));
-    const torch::Tensor a = torch::ones({16, 16}, one.options()).to(torch::kFloat8_e4m3fn);
-    at::_scaled_mm(a, a.t(), one, one, {}, {}, torch::kFloat);
-    g_use_scaled_mm = true;
-  } catch (const std::exception&) {
-    g_use_scaled_mm = false;
-    r.note("at::_scaled_mm is unavailable on this device: the FP8 matmuls run as dequantized fp32 matmuls");
+  r.note(fmt::format("amax from {} ({}) to {} ({}): {:.1f} powers of two; E4M3 holds {} to {}, E5M2 {} to {}",
+                     pow2(lo), lo_name, pow2(hi), hi_name, std::log2(hi / lo), pow2(m.e4m3.min_subnormal),
+                     pow2(m.e4m3.max), pow2(m.e5m2.min_subnormal), pow2(m.e5m2.max)));
+
+  r.section(
+      fmt::format("Training, {} Adam steps (lr {}): final MSE in float64, x bf16 autocast's", m.steps, kLr));
+  const double b = m.bf16;
+  r.observe("final_loss_bf16", "bf16 autocast (the yardstick)", b, "", lab::sci(b));
+  r.observe("loss_ratio_fp32", "fp32", m.fp32 / b, "x", times(m.fp32 / b));
+  r.observe("loss_ratio_fp8_unscaled", "FP8, no scale", m.none.final_loss / b, "x",
+            times(m.none.final_loss / b));
+  r.observe("loss_ratio_fp8_loss_scale",
+            fmt::format("FP8, one loss scale (GradScaler {} -> {})", pow2(kLossScale),
+                        pow2(m.loss_scale.final_scale)),
+            m.loss_scale.final_loss / b, "x", times(m.loss_scale.final_loss / b));
+  r.observe("loss_ratio_fp8_current", "FP8, current scaling (this step's amax)", m.current.final_loss / b,
+            "x", times(m.current.final_loss / b));
+  r.observe("loss_ratio_fp8_delayed", fmt::format("FP8, delayed scaling (amax history {})", kHistory),
+            m.delayed.final_loss / b, "x", times(m.delayed.final_loss / b));
+  r.observe("loss_ratio_no_exp_limit", "FP8's rounding, no exponent limits", m.no_limit / b, "x",
+            times(m.no_limit / b));
+}
+
+// After the answer: what one scale does and cannot do.
+void report_one_scale(const Result& m, lab::Report& r) {
+  r.detail_section("One scale for the whole model");
+  const auto [lo, lo_name, hi, hi_name] = amax_extremes(m);
+  r.observe("amax_spread_binades",
+            fmt::format("powers of two from the amax of {} to that of {}", lo_name, hi_name),
+            std::log2(hi / lo), "",
+            fmt::format("{:.1f} (one factor can fit both into {:.1f})", std::log2(hi / lo), room(m)));
+  double grad_flushed = 0, grad_lost_own = 0, beyond = 0, grad_lost_loss_scale = 0;
+  for (const auto& s : m.tensors) {
+    beyond = std::max(beyond, s.beyond_none);
+    if (!s.grad) continue;
+    grad_flushed = std::max(grad_flushed, s.flushed_none);
+    grad_lost_own = std::max(grad_lost_own, s.lost_own);
+    grad_lost_loss_scale = std::max(grad_lost_loss_scale, s.lost_loss_scale);
   }
+  r.observe("grad_flushed_unscaled", "dL/dy flushed to zero without a scale (worst tensor)",
+            100 * grad_flushed, "%", lab::percent(grad_flushed));
+  r.observe("grad_flushed_scaled", "dL/dy lost with a scale per tensor (worst tensor)", 100 * grad_lost_own,
+            "%", lab::percent(grad_lost_own));
+  r.observe("overflow_unscaled", "values beyond the format's max without a scale (worst tensor)",
+            100 * beyond, "%", lab::percent(beyond));
+  r.observe("one_scale_lost",
+            fmt::format("the best single scale for all nine, 2^{}: {} lost", m.best_exp, m.best_worst),
+            100 * m.best_lost, "%", lab::percent(m.best_lost));
+  r.observe("loss_scale_grad_lost",
+            fmt::format("one loss scale {}: dL/dy lost (worst tensor)", pow2(kLossScale)),
+            100 * grad_lost_loss_scale, "%", lab::percent(grad_lost_loss_scale));
+  r.observe("loss_scale_w3_lost", "... W3 lost at step 0 (cast unscaled)",
+            100 * m.tensors[kW3].lost_loss_scale, "%", lab::percent(m.tensors[kW3].lost_loss_scale));
+  r.observe("loss_scale_w3_lost_end", "... W3 lost after training", 100 * m.loss_scale.w3_lost_at_end, "%",
+            lab::percent(m.loss_scale.w3_lost_at_end));
+  r.note(
+      "a loss scale multiplies the loss, so it moves every gradient by one factor and nothing else: "
+      "the layer inputs and weights reach their E4M3 casts unscaled");
+}
 
-  // 1. The formats from their bit patterns.
-  using E4 = c10::Float8_e4m3fn;
-  using E5 = c10::Float8_e5m2;
-  auto e4 = [](uint8_t b) { return static_cast<float>(E4(b, E4::from_bits())); };
-  auto e5 = [](uint8_t b) { return static_cast<float>(E5(b, E5::from_bits())); };
-  r.table("FP8 formats from bit patterns (numeric_limits agree: see the check)", {"format", "max", "min normal", "min subnormal", "epsilon"})
-      .row({"E4M3 (e4m3fn)", fmt::format("{:g} (0x7E)", e4(0x7E)), fmt::format("{} (0x08)", lab::sci(e4(0x08))),
-            fmt::format("{} (0x01)", lab::sci(e4(0x01))), fmt::format("{:g} (0x38->0x39)", e4(0x39) - e4(0x38))})
-      .row({"E5M2", fmt::format("{:g} (0x7B)", e5(0x7B)), fmt::format("{} (0x04)", lab::sci(e5(0x04))),
-            fmt::format("{} (0x01)", lab::sci(e5(0x01))), fmt::format("{:g} (0x3C->0x3D)", e5(0x3D) - e5(0x3C))});
-  const bool limits_agree = e4(0x7E) == static_cast<float>(std::numeric_limits<E4>::max()) &&
-                            e4(0x01) == static_cast<float>(std::numeric_limits<E4>::denorm_min()) &&
-                            e5(0x7B) == static_cast<float>(std::numeric_limits<E5>::max()) &&
-                            e5(0x01) == static_cast<float>(std::numeric_limits<E5>::denorm_min());
+// After the answer: current against delayed scaling, and why Transformer Engine has both.
+void report_delayed(const Result& m, lab::Report& r) {
+  r.detail_section("Current against delayed scaling");
+  const Clipped c = worst_clipped(m.delayed), cm = worst_clipped(m.delayed_margin);
+  const double b = m.bf16;
+  r.observe(
+      "delayed_clipped",
+      fmt::format("delayed: the most one cast clipped at the format's max ({}, step {})", c.tensor, c.step),
+      100 * c.share, "%", lab::percent(c.share));
+  r.observe("loss_ratio_fp8_delayed_margin",
+            fmt::format("delayed with TE's margin {:g} (scales / 2^{:g}), x bf16's loss", kMargin, kMargin),
+            m.delayed_margin.final_loss / b, "x", times(m.delayed_margin.final_loss / b));
+  r.observe("delayed_margin_clipped", "... the most one of its casts clipped", 100 * cm.share, "%",
+            lab::percent(cm.share));
+  const std::string clipped =
+      c.share > 0 ? fmt::format("here {} of {} at step {}", lab::percent(c.share), c.tensor, c.step)
+                  : "here nothing was";
+  r.note(fmt::format(
+      "delayed scaling casts with past amaxes, so a tensor that grows faster than its history is clipped at "
+      "the format's max: {}. This run ended at {} bf16's loss with delayed scaling, "
+      "{} with current scaling and {} with delayed scaling and a margin of {:g} (at most {} clipped)",
+      clipped, times(m.delayed.final_loss / b), times(m.current.final_loss / b),
+      times(m.delayed_margin.final_loss / b), kMargin, lab::percent(cm.share)));
+  r.note(
+      fmt::format("the history here is {} steps long (TE's default is 1024) so that its scale follows the "
+                  "tensors over a {}-step run; step 0, with no history, uses its own amax",
+                  kHistory, m.steps));
+}
 
-  // 2. Step-0 tensors of the MLP, cast unscaled and with a per-tensor scale.
-  const uf::Problem problem = uf::make_problem({.hidden = 16}, ctx.device);
-  uf::Params p = uf::copy_params(problem.init);
-  std::vector<torch::Tensor> acts;
-  uf::loss_of(p, problem, &acts).backward();
-  struct Row { std::string name; torch::Tensor t; bool grad; };
-  std::vector<Row> rows = {{"input x", problem.x, false}, {"weight w1", p[0], false}, {"weight w3 (output)", p[4], false},
-                           {"grad of layer-3 output", acts[2].grad(), true}, {"grad of layer-1 output", acts[0].grad(), true},
-                           {"grad of w3", p[4].grad(), true}};
-  auto& t = r.table("Step-0 tensors cast to FP8: share of nonzero values lost",
-                    {"tensor", "format", "amax", "overflow, no scale", "flushed to 0, no scale", "flushed, per-tensor scale"});
-  double grad_flushed = 0, grad_flushed_scaled = 0, overflow_max = 0;
-  for (const auto& row : rows) {
-    const double fmax = row.grad ? kE5M2Max : kE4M3Max;
-    const auto dtype = row.grad ? torch::kFloat8_e5m2 : torch::kFloat8_e4m3fn;
-    const double amax = row.t.abs().max().item<double>();
-    const CastStats none = cast_stats(row.t, fmax, dtype, 1.0), scaled = cast_stats(row.t, fmax, dtype, fmax / amax);
-    t.row({row.name, row.grad ? "E5M2" : "E4M3", lab::sci(amax), lab::percent(none.overflow), lab::percent(none.flushed),
-           lab::percent(scaled.flushed)});
-    if (row.grad) grad_flushed = std::max(grad_flushed, none.flushed), grad_flushed_scaled = std::max(grad_flushed_scaled, scaled.flushed);
-    overflow_max = std::max(overflow_max, none.overflow);
+// After the answer: the formats from their bit patterns, and the emulation against at::_scaled_mm.
+void report_formats(const Result& m, lab::Report& r) {
+  r.detail_section("The FP8 formats, from their bit patterns");
+  auto& t = r.table("", {"format", "max", "min normal", "min subnormal", "spacing at 1"});
+  for (const auto& [name, f] : {std::pair{"E4M3 (e4m3fn)", m.e4m3}, std::pair{"E5M2", m.e5m2}})
+    t.row({name, fmt::format("{:g}", f.max), lab::sci(f.min_normal),
+           lab::sci(f.min_subnormal) + " = " + pow2(f.min_subnormal), fmt::format("{:g}", f.spacing_at_1)});
+  r.note("decoded from the bit patterns 0x7E, 0x08, 0x01 (E4M3) and 0x7B, 0x04, 0x01 (E5M2)");
+  r.observe("e4m3_max", "E4M3 largest finite value", m.e4m3.max);
+  r.observe("e5m2_max", "E5M2 largest finite value", m.e5m2.max, "", fmt::format("{:g}", m.e5m2.max));
+  r.observe("e4m3_min_subnormal", "E4M3 smallest subnormal", m.e4m3.min_subnormal, "",
+            pow2(m.e4m3.min_subnormal));
+  r.observe("e5m2_min_subnormal", "E5M2 smallest subnormal", m.e5m2.min_subnormal, "",
+            pow2(m.e5m2.min_subnormal));
+  r.observe("limits_agree", "std::numeric_limits gives the same max and smallest subnormal (1 = yes)",
+            m.limits_agree);
+
+  r.detail_section("The emulated FP8 matmul against at::_scaled_mm on the CPU");
+  r.observe("emulation_bitwise", "step-0 products bitwise equal to at::_scaled_mm's",
+            static_cast<double>(m.emu.bitwise), "", lab::count_of(m.emu.bitwise, m.emu.products));
+  r.observe("emulation_error_vs_bound", "largest difference over the fp32 accumulation bound",
+            m.emu.worst_vs_bound, "", fmt::format("{:.3g}", m.emu.worst_vs_bound));
+  const bool amx = lab::cpu_flags().count("amx_int8") > 0;
+  r.note(
+      amx ? "this CPU lists amx_int8: at::_scaled_mm runs oneDNN here (ATen's Blas.cpp), whose rounding may "
+            "differ within the bound; on an Intel Xeon with AMX a 256x256x256 FP8 product took about 1.5 s "
+            "against 0.6 ms for bf16 (measured by this project, torch 2.13)"
+          : "this CPU lists no amx_int8: at::_scaled_mm runs ATen's fallback here (Blas.cpp), which "
+            "dequantizes and calls at::matmul as the emulation does; with AMX it runs oneDNN instead");
+}
+
+void report_checks(const Result& m, lab::Report& r) {
+  double grad_flushed = 0, worst_own = 0;
+  for (const auto& s : m.tensors) {
+    worst_own = std::max(worst_own, s.lost_own);
+    if (s.grad) grad_flushed = std::max(grad_flushed, s.flushed_none);
   }
-  r.observe("grad_flushed_unscaled", "gradients flushed to zero without a scale (worst tensor)", 100 * grad_flushed, "%", lab::percent(grad_flushed));
-  r.observe("grad_flushed_scaled", "gradients flushed with a per-tensor scale (worst tensor)", 100 * grad_flushed_scaled, "%", lab::percent(grad_flushed_scaled));
-  r.observe("overflow_unscaled", "values beyond the format's max without a scale (worst tensor)", 100 * overflow_max, "%", lab::percent(overflow_max));
+  const double b = m.bf16, none = m.none.final_loss / b, ls = m.loss_scale.final_loss / b;
+  const double cur = m.current.final_loss / m.no_limit, del = m.delayed.final_loss / m.no_limit;
+  const double w3 = m.tensors[kW3].lost_loss_scale;
+  r.check("emulation-matches-scaled-mm",
+          "the emulated FP8 matmul computes at::_scaled_mm's values on the CPU",
+          m.emu.products > 0 && m.emu.worst_vs_bound <= 1,
+          fmt::format("{} step-0 products bitwise equal; largest difference {:.3g} of the fp32 accumulation "
+                      "bound (need <= 1)",
+                      lab::count_of(m.emu.bitwise, m.emu.products), m.emu.worst_vs_bound));
+  r.check(
+      "per-tensor-keeps-values",
+      "unscaled, FP8 flushes most of the smallest gradients to zero; a scale per tensor keeps nearly all of "
+      "every tensor",
+      grad_flushed >= kMostFlushed && worst_own <= kFewLost,
+      fmt::format("worst dL/dy: {} flushed unscaled (need >= {}); per tensor: at most {} of any tensor lost "
+                  "(need <= {})",
+                  lab::percent(grad_flushed), lab::percent(kMostFlushed, 0), lab::percent(worst_own),
+                  lab::percent(kFewLost, 0)));
+  r.check(
+      "one-scale-loses-values",
+      "no single scale holds all nine tensors, and one loss scale leaves W3 unscaled",
+      m.best_lost >= kOneScaleLost && w3 >= kOneScaleLost,
+      fmt::format("best scale for all, 2^{}: {} of {} lost; loss scale {}: {} of W3 lost (need >= {} each)",
+                  m.best_exp, lab::percent(m.best_lost), m.best_worst, pow2(kLossScale), lab::percent(w3),
+                  lab::percent(kOneScaleLost, 0)));
+  r.check("unscaled-fails", "FP8 training without a scale fails", none >= kFailsFactor,
+          fmt::format("{} bf16's loss (need >= {}x)", times(none), kFailsFactor));
+  r.check("loss-scale-fails", "FP8 training with one loss scale, fp16's recipe, ends far above bf16",
+          ls >= kFailsFactor,
+          fmt::format("{} bf16's loss (need >= {}x); W3 still loses {} of its values at the end", times(ls),
+                      kFailsFactor, lab::percent(m.loss_scale.w3_lost_at_end)));
+  r.check(
+      "per-tensor-trains",
+      "with a scale per tensor, current and delayed scaling train as well as FP8's rounding allows",
+      cur <= kTrainsWithin && del <= kTrainsWithin,
+      fmt::format("current {}, delayed {} the loss of FP8's rounding without exponent limits (need <= {}x), "
+                  "which itself ends at {} bf16's: the cost of 3 and 2 mantissa bits",
+                  times(cur), times(del), kTrainsWithin, times(m.no_limit / b)));
+}
 
-  // 3. Training.
-  const int64_t steps = ctx.size(kTrainSteps, kTrainSteps, kTrainStepsQuick);
-  r.section(fmt::format("Training, {} Adam steps (lr {}): final MSE in float64, x bf16 autocast's", steps, kLearningRate));
-  const double fp32 = uf::train(problem, {.autocast = std::nullopt, .scaler = std::nullopt, .steps = steps, .lr = kLearningRate}).final_loss;
-  const double bf16 = uf::train(problem, {.autocast = torch::kBFloat16, .scaler = std::nullopt, .steps = steps, .lr = kLearningRate}).final_loss;
-  const double none = train_fp8(problem, Scaling::None, steps);
-  const double current = train_fp8(problem, ctx.flip ? Scaling::None : Scaling::Current, steps);
-  const double delayed = train_fp8(problem, ctx.flip ? Scaling::None : Scaling::Delayed, steps);
-  auto text = [&](double loss) { return fmt::format("{:.2f}x  ({})", loss / bf16, lab::sci(loss)); };
-  r.observe("final_loss_bf16", "bf16 autocast (the yardstick)", bf16, "", lab::sci(bf16));
-  r.observe("loss_ratio_fp32", "fp32", fp32 / bf16, "x", text(fp32));
-  r.observe("loss_ratio_fp8_unscaled", "FP8, no scale", none / bf16, "x", text(none));
-  r.observe("loss_ratio_fp8_current", "FP8, current scaling", current / bf16, "x", text(current));
-  r.observe("loss_ratio_fp8_delayed", fmt::format("FP8, delayed scaling (amax history {})", kHistory), delayed / bf16, "x", text(delayed));
+// The conclusions, shown with the checks.
+void report_takeaways(const Result& m, lab::Report& r) {
+  const auto [lo, lo_name, hi, hi_name] = amax_extremes(m);
+  r.takeaway(fmt::format(
+      "FP8's range is too narrow for one scale: one factor moves every tensor by the same power of two, and "
+      "{} and {} sit {:.1f} powers of two apart, more than the {:.1f} between the largest value of {}'s "
+      "format and the smallest subnormal of {}'s: the best single scale, 2^{}, still lost {} of {}. A loss "
+      "scale moves only the gradients. Activations, weights and gradients each need their own scale",
+      hi_name, lo_name, std::log2(hi / lo), room(m), hi_name, lo_name, m.best_exp, lab::percent(m.best_lost),
+      m.best_worst));
+  r.takeaway(
+      "Transformer Engine's DelayedScaling takes the scale from an amax history so that a cast reads its "
+      "tensor once instead of twice (once for the amax, once to cast): it saves memory traffic, not "
+      "accuracy, and it clips a tensor that grows faster than its history (TE docs, \"FP8 Delayed "
+      "Scaling\"; Float8CurrentScaling is TE's current-scaling recipe)");
+}
 
-  r.check("the bit patterns decode to the limits std::numeric_limits reports", limits_agree,
-          fmt::format("E4M3 max {:g}, E5M2 max {:g}", e4(0x7E), e5(0x7B)));
-  r.check("without a scale FP8 flushes gradients that a per-tensor scale keeps", grad_flushed >= 0.5 && grad_flushed_scaled <= 0.05,
-          fmt::format("worst gradient tensor: {} flushed unscaled (need >= 50%), {} scaled (need <= 5%)", lab::percent(grad_flushed),
-                      lab::percent(grad_flushed_scaled)));
-  r.check("FP8 training without scales fails", none / bf16 >= kFailsFactor,
-          fmt::format("{:.2f}x bf16's loss (need >= {})", none / bf16, kFailsFactor));
-  r.check("FP8 with delayed per-tensor scaling trains about as well as bf16", std::abs(delayed / bf16 - 1) <= kWithinBf16,
-          fmt::format("{:.2f}x bf16's loss (need within {})", delayed / bf16, lab::percent(kWithinBf16, 0)));
-  r.takeaway("FP8's range is too narrow for one loss scale: activations, weights and gradients each need their own scale, "
-             "and delayed scaling takes it from the amax of recent steps");
-  return r;
+void report(const Result& m, lab::Report& r) {
+  report_measured(m, r);
+  report_one_scale(m, r);
+  report_delayed(m, r);
+  report_formats(m, r);
+  report_checks(m, r);
+  report_takeaways(m, r);
 }
 
 }  // namespace
 
-AMP_LAB_REGISTER("fp8-scaling", /*question=*/14, "FP8 training needs a scale per tensor",
-                 /*heading=*/"An MLP's tensors and its training in E4M3/E5M2, with and without scales", run,
-                 /*provides=*/{"grad_flushed_unscaled", "grad_flushed_scaled", "overflow_unscaled", "final_loss_bf16",
-                               "loss_ratio_fp32", "loss_ratio_fp8_unscaled", "loss_ratio_fp8_current", "loss_ratio_fp8_delayed"});
+AMP_LAB(measure, report);

@@ -1,5 +1,6 @@
-// Lab 08 (autocast-policy): autocast chooses a dtype per op; it neither converts everything nor keeps
-// results bitwise equal to fp32.
+// Lab 08 (autocast-policy), beyond tests/test_labs.cpp: the counts and the op names in the sentences the
+// quiz cites come from the table, so they cannot disagree with it (issue 17: prod(dtype=bf16) gives bf16
+// and is no "fp32 or wider" op; mse_loss and prod were moved to fp32, not "kept" there).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -14,38 +15,42 @@ lab::Report run_quick(torch::ScalarType dtype, bool flip) {
   return run_quick_lab("autocast-policy", dtype, flip);
 }
 
-}  // namespace
-
-TEST_CASE("the autocast-policy lab is registered for question 8 and reports what it promises") {
-  const lab::LabInfo* info = lab::find_lab("8");
-  REQUIRE(info != nullptr);
-  CHECK(info->id == "autocast-policy");
-  const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
-  for (const auto& key : info->provides) CHECK_MESSAGE(r.find(key) != nullptr, key);
+bool contains(const std::string& text, const std::string& words) {
+  return text.find(words) != std::string::npos;
 }
+
+}  // namespace
 
 TEST_CASE("under CPU autocast every op follows the documented list, in bf16 and in fp16") {
   for (auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    const std::string lp = dtype == torch::kHalf ? "fp16" : "bf16";
+    CAPTURE(lp);
     const auto r = run_quick(dtype, /*flip=*/false);
-    CHECK(r.passed());
-    CHECK(r.checks().size() == 6);
     CHECK(r.value("policy_matches") == 21);
-    // mse_loss, add, cat, addmm_, prod, mv, addmv, addr, mm on fp64
-    CHECK(r.value("ops_fp32_or_wider") == 9);
-    // mm, matmul, linear, conv2d, bmm, addmm (fp32 -> 16-bit); mse_loss, prod (16-bit -> fp32). cat of
-    // 16-bit and fp32 gives fp32 by plain type promotion, with autocast or without.
+    // mm, matmul, linear, conv2d, bmm, addmm to 16-bit; mse_loss and prod to fp32.
     CHECK(r.value("ops_changed") == 8);
+    CHECK(r.value("ops_to_16bit") == 6);
+    CHECK(r.find("ops_to_fp32")->text == "2 of 21 (mse_loss and prod)");
+    // mse_loss, prod (moved there) and add, cat, addmm_, mv, addmv, addr, mm on fp64 (there anyway).
+    CHECK(r.value("ops_fp32_or_wider") == 9);
+    CHECK(r.value("ops_kept_wide") == 7);
+    CHECK(r.value("ops_fp32_or_wider") == r.value("ops_to_fp32") + r.value("ops_kept_wide"));
+    CHECK_FALSE(contains(r.find("ops_fp32_or_wider")->text, "prod(dtype="));
+    CHECK(contains(r.find("ops_kept_16bit")->text, "prod(dtype=" + lp + ")"));
+    CHECK(contains(r.find("ops_left_alone")->text, "prod(dtype=" + lp + ") gave " + lp));
+    CHECK(contains(r.find("ops_left_alone")->text, "addmm_ (in-place) gave fp32"));
+    CHECK(r.find("layer_params_fp32")->text ==
+          lp + " output, with 2 of 2 parameters and their gradients in fp32");
   }
 }
 
-TEST_CASE("on the CPU mv, addmv and addr stay fp32 (16-bit on CUDA), and prod(dtype=) is left alone") {
+TEST_CASE("the documented CPU and CUDA lists differ where the policy says: mv, addmv, addr, softmax and co") {
   const auto r = run_quick(torch::kBFloat16, /*flip=*/false);
-  const std::string text = r.render_text();
-  CHECK(text.find("CPU vs CUDA: softmax, log_softmax, sum, exp, layer_norm: no list on CPU, float32 list on CUDA") !=
-        std::string::npos);
-  CHECK(text.find("CPU vs CUDA: mv, addmv, addr: no list on CPU, lower-precision list on CUDA") != std::string::npos);
-  CHECK(check_about(r, "addmm_ stays bitwise equal").passed);
-  CHECK(check_about(r, "parameters and their gradients stay fp32").passed);
+  const std::string text = r.find("device_differences")->text;
+  CHECK(contains(text, "mv, addmv, addr: no list on the CPU, lower-precision list on CUDA"));
+  CHECK(
+      contains(text, "softmax, log_softmax, sum, exp, layer_norm: no list on the CPU, float32 list on CUDA"));
+  CHECK(contains(r.render_text(), "explicit dtype, not autocast -> bf16: prod(dtype=bf16)"));
 }
 
 TEST_CASE("an autocast result is close to the fp32 result but differs from it bitwise") {
@@ -61,18 +66,10 @@ TEST_CASE("an autocast result is close to the fp32 result but differs from it bi
   CHECK(fp16.value("autocast_rel_err") < bf16.value("autocast_rel_err"));
 }
 
-TEST_CASE("with --flip (autocast disabled) every check fails") {
+TEST_CASE("with --flip (autocast disabled) nothing changes dtype and the sentences say so") {
   const auto r = run_quick(torch::kBFloat16, /*flip=*/true);
-  CHECK_FALSE(r.passed());
-  for (const char* claim : {"every output dtype matches", "autocast chooses per op", "addmm_ stays bitwise equal",
-                            "parameters and their gradients stay fp32", "the autocast result is close to",
-                            "a nested Autocast(enabled=false)"}) {
-    const lab::Check* c = find_check(r, claim);
-    REQUIRE_MESSAGE(c != nullptr, claim);
-    CHECK_MESSAGE(!c->passed, claim);
-  }
   CHECK(r.value("policy_matches") < 21);
   CHECK(r.value("ops_changed") == 0);
+  CHECK(r.find("ops_changed")->text == "0 of 21");
   CHECK(r.value("bitwise_differ_share") == doctest::Approx(0.0));
-  CHECK(r.checks_passed() == 0);
 }

@@ -1,4 +1,5 @@
-// Lab 10 (gradient-penalty, Q10): gradients of a scaled loss must be unscaled by hand before a penalty.
+// Lab 10 (gradient-penalty, Q10), beyond tests/test_labs.cpp: the factor the returned gradients carry, and
+// what the question's other answers do.
 #include <doctest/doctest.h>
 
 #include <torch/torch.h>
@@ -7,23 +8,24 @@
 
 namespace {
 
-lab::Report run_quick(bool flip) { return run_quick_lab("gradient-penalty", torch::kHalf, flip); }
+lab::Report run_quick(bool flip) {
+  return run_quick_lab("gradient-penalty", torch::kHalf, flip);
+}
 
 }  // namespace
 
-TEST_CASE("unscaled by hand, the fp16 penalty matches float64's and training matches fp32") {
+TEST_CASE(
+    "the returned gradients carry the scale; update() neither runs without an inf check nor touches them") {
   const lab::Report r = run_quick(/*flip=*/false);
-  CHECK(r.passed());
-  CHECK(r.value("penalty_ratio") == doctest::Approx(1.0).epsilon(0.01));
   CHECK(r.value("penalty_ratio_scaled_grads") == doctest::Approx(r.value("init_scale")).epsilon(0.01));
-  CHECK(r.value("loss_ratio_fp16") == doctest::Approx(1.0).epsilon(0.05));
-  CHECK(r.value("trained") < 1.0);
+  CHECK(r.value("penalty_ratio") == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(r.value("update_refused") == 1);
+  CHECK(r.value("returned_unchanged") == 1);
+  CHECK(r.value("fp16_cast_overflow") == 1);
+  CHECK(r.value("scaled_sum_sq") > 65504);
 }
 
-TEST_CASE("flipped, the penalty from scaled gradients is off by the scale and training goes wrong") {
+TEST_CASE("flipped, the penalty from the scaled gradients is off by the scale") {
   const lab::Report r = run_quick(/*flip=*/true);
-  CHECK_FALSE(r.passed());
-  CHECK_FALSE(check_about(r, "from unscaled gradients").passed);
-  CHECK_FALSE(check_about(r, "fp16 training with the penalty").passed);
   CHECK(r.value("penalty_ratio") == doctest::Approx(r.value("init_scale")).epsilon(0.01));
 }

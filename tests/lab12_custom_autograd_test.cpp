@@ -1,5 +1,4 @@
-// Lab 12 (custom-autograd, Q12): amp::CustomFwd / CustomBwd make hand-written autograd functions safe
-// under fp16 autocast.
+// Lab 12 (custom-autograd, Q12), beyond tests/test_labs.cpp: where the unguarded function overflows.
 #include <doctest/doctest.h>
 
 #include <torch/torch.h>
@@ -8,24 +7,19 @@
 
 namespace {
 
-lab::Report run_quick(bool flip) { return run_quick_lab("custom-autograd", torch::kHalf, flip); }
+lab::Report run_quick(bool flip) {
+  return run_quick_lab("custom-autograd", torch::kHalf, flip);
+}
 
 }  // namespace
 
-TEST_CASE("unguarded the function overflows in fp16, guarded it matches float64, and the mixed-dtype backward runs") {
+TEST_CASE("on the CPU the sums of squares overflow fp16, not only the largest values") {
   const lab::Report r = run_quick(/*flip=*/false);
-  CHECK(r.passed());
-  CHECK(r.value("plain_non_finite") >= 50.0);  // percent
-  CHECK(r.value("guarded_output_error") <= 1e-2);
-  CHECK(r.value("guarded_grad_error") <= 1e-2);
+  CHECK(r.value("sum_dtype") == 16);  // CPU autocast leaves sum() in fp16
+  CHECK(r.value("rows_over_fp16_max") == 100.0);
+  CHECK(r.value("row_sumsq_min") > 65504);
+  CHECK(r.value("over_clip_share") < 10.0);  // percent: few values overflow when squared alone
+  CHECK(r.value("clipped_non_finite") >= 50.0);
+  CHECK(r.value("plain_non_finite") >= 50.0);
   CHECK(r.value("mixed_backward_refused") == 1);
-  CHECK(r.value("mixed_grad_error") <= 1e-2);
-}
-
-TEST_CASE("flipped, without the guards the outputs overflow and the mixed-dtype backward is refused") {
-  const lab::Report r = run_quick(/*flip=*/true);
-  CHECK_FALSE(r.passed());
-  CHECK_FALSE(check_about(r, "with cast_inputs=fp32").passed);
-  CHECK_FALSE(check_about(r, "with CustomBwd").passed);
-  CHECK(check_about(r, "without a guard").passed);
 }

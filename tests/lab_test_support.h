@@ -1,4 +1,4 @@
-// What every lab test needs: run a lab in quick mode on the CPU, and find one of its checks by its claim.
+// What a lab's own test needs beyond tests/test_labs.cpp: run it in quick mode on the CPU, find a check.
 #pragma once
 
 #include <stdexcept>
@@ -21,7 +21,15 @@ inline lab::Report run_quick_lab(std::string_view id, torch::ScalarType dtype, b
   return lab::run_lab(*info, ctx);
 }
 
-// The first check whose claim contains `words`, or nullptr.
+// The check with this declared key, failing the test when there is none.
+inline const lab::Check& check_keyed(const lab::Report& report, std::string_view key) {
+  const lab::Check* check = report.find_check(key);
+  if (!check) FAIL("no check has the key '" << key << "'");
+  if (!check) throw std::logic_error("unreachable");
+  return *check;
+}
+
+// The first check whose claim contains `words`, or nullptr (labs not yet given check keys).
 inline const lab::Check* find_check(const lab::Report& report, std::string_view words) {
   for (const auto& c : report.checks())
     if (c.claim.find(words) != std::string::npos) return &c;

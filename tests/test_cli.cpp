@@ -4,13 +4,17 @@
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -564,4 +568,186 @@ TEST_CASE("at a terminal, q at the pause ends the walk with its summary") {
   REQUIRE(t.expect("Score: 1/2 right"));
   t.wait_exit();
   CHECK(t.screen().find("Q8.") == std::string::npos);
+}
+
+namespace {
+
+// A fresh folder under the temporary directory, removed with its contents at the end.
+struct Folder {
+  fs::path path;
+  explicit Folder(const std::string& stem) {
+    std::string tmpl = (fs::temp_directory_path() / (stem + "_XXXXXX")).string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~Folder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());
+    return names;
+  }
+};
+
+// A folder on its own 8 KB tmpfs: a disk that is full once a checkpoint is written to it. Mounting needs
+// CAP_SYS_ADMIN (root here); why_not says why there is none.
+struct FullDisk {
+  Folder folder{"amp_lab_cli_tmpfs"};
+  bool mounted = false;
+  std::string why_not;
+  FullDisk() {
+    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0) mounted = true;
+    else why_not = std::string("cannot mount a tmpfs here (") + std::strerror(errno) + ")";
+  }
+  ~FullDisk() {
+    if (mounted) ::umount2(folder.path.c_str(), MNT_DETACH);
+  }
+};
+
+// Runs lab 06 in quick mode through bash with `prefix` before it (environment, ulimit), stdout discarded.
+Result lab06(const std::string& prefix) {
+  const fs::path err = scratch("lab06_" + std::to_string(::getpid()) + ".err");
+  const int code = sh(prefix + " NO_COLOR=1 exec \"" AMP_LAB_BINARY_DIR "/bin/lab06_amp_api\" --quick > /dev/null 2> " +
+                      err.string());
+  Result r{code, "", slurp(err)};
+  fs::remove(err);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a full disk under lab 06's checkpoint ends the lab with exit 3 and one line naming the cause") {
+  FullDisk full;
+  if (!full.mounted) {
+    std::cout << "SKIPPED: " << full.why_not << "; the file-size-limit test covers the same path\n";
+    return;
+  }
+  const auto r = lab06("TMPDIR=" + full.folder.path.string());
+  CHECK(r.code == 3);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + full.folder.path.string() + "/"));
+  CHECK(has(r.err, ": No space left on device\n"));
+  CHECK_FALSE(has(r.err, "frame #"));
+  CHECK(full.folder.entries().empty());  // no checkpoint, no temporary file, no scratch folder
+}
+
+TEST_CASE("a file-size limit under lab 06's checkpoint also ends it with exit 3 and one line") {
+  // ulimit -f needs no privilege; with SIGXFSZ ignored the write fails with EFBIG instead of killing the lab.
+  Folder tmp("amp_lab_cli_fsize");
+  const auto r = lab06("ulimit -f 16; trap \"\" XFSZ; TMPDIR=" + tmp.path.string());
+  CHECK(r.code == 3);
+  CHECK(count(r.err, "\n") == 1);
+  CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + tmp.path.string() + "/"));
+  CHECK(has(r.err, ": File too large\n"));
+  CHECK(tmp.entries().empty());
+}
+
+namespace {
+
+// Runs `command` (a lab or amp-lab with its arguments) under bash with TMPDIR=`tmp`, so its pid is the
+// shell's: `plant` may use $$ to put something at a name derived from it first. With `signal` set ("TERM",
+// or several: "INT INT INT"), waits until the lab's scratch folder shows in `tmp`, records its mode, and
+// sends the signals 50 ms apart. At most 120 s.
+struct Watched {
+  int code = -1;
+  std::string out, err, seen_mode;  // seen_mode: the scratch folder's permission bits while the lab ran
+};
+Watched watch(const fs::path& tmp, const std::string& command, const std::string& plant = "",
+              const std::string& signal = "") {
+  Folder work("amp_lab_cli_watch");
+  const std::string w = work.path.string(), t = tmp.string();
+  std::ofstream(work.path / "lab.sh") << plant << "\necho $$ > '" << w << "/pid'\nNO_COLOR=1 exec " << command
+                                      << " > '" << w << "/out' 2> '" << w << "/err'\n";
+  std::ofstream run_sh(work.path / "run.sh");
+  // set -m: without job control bash starts background commands with SIGINT ignored, which the lab inherits.
+  run_sh << "set -m\nexport TMPDIR='" << t << "'\ntimeout -s KILL 120 bash '" << w << "/lab.sh' &\npid=$!\n";
+  if (!signal.empty())
+    run_sh << "until [ -s '" << w << "/pid' ]; do sleep 0.01; done\nlab=$(cat '" << w << "/pid')\n"
+           << "while kill -0 $lab 2>/dev/null; do\n"
+           << "  d=$(find '" << t << "' -mindepth 1 -maxdepth 1 -type d -name 'amp_lab_06_*' | head -1)\n"
+           << "  if [ -n \"$d\" ]; then stat -c %a \"$d\" > '" << w << "/mode'\n"
+           << "    for s in " << signal << "; do kill -$s $lab; sleep 0.05; done; break; fi\n"
+           << "  sleep 0.005\ndone\n";
+  run_sh << "wait $pid\necho $? > '" << w << "/code'\n";
+  run_sh.close();
+  // bash's job-control notes ("Terminated ...") go to a file, not the test's output.
+  REQUIRE(std::system(("bash '" + w + "/run.sh' 2> '" + w + "/jobs'").c_str()) == 0);
+  Watched r{std::stoi(slurp(work.path / "code")), slurp(work.path / "out"), slurp(work.path / "err"),
+            slurp(work.path / "mode")};
+  while (!r.seen_mode.empty() && r.seen_mode.back() == '\n') r.seen_mode.pop_back();
+  return r;
+}
+
+const std::string kLab06 = "\"" AMP_LAB_BINARY_DIR "/bin/lab06_amp_api\"";
+
+}  // namespace
+
+TEST_CASE("lab 06 leaves a symlink planted at its old predictable scratch name, and the file it points to, untouched") {
+  Folder tmp("amp_lab_cli_symlink"), elsewhere("amp_lab_cli_victim");
+  const fs::path victim = elsewhere.path / "precious.txt";
+  std::ofstream(victim) << "precious";
+  // The name lab 06 used before: amp_lab_06_<pid>.pt in TMPDIR; exec keeps the shell's pid for the lab.
+  const auto r = watch(tmp.path, kLab06 + " --quick", "ln -s '" + victim.string() + "' \"$TMPDIR/amp_lab_06_$$.pt\"");
+  CHECK(r.code == 0);
+  CHECK(r.err.empty());
+  CHECK(slurp(victim) == "precious");
+  const auto entries = tmp.entries();
+  REQUIRE(entries.size() == 1);  // the planted link only: no scratch folder left
+  const fs::path link = tmp.path / entries.front();
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  CHECK(fs::read_symlink(link) == victim);
+}
+
+TEST_CASE("lab 06 neither opens nor replaces a FIFO planted at its old predictable scratch name") {
+  Folder tmp("amp_lab_cli_fifo");
+  const auto r = watch(tmp.path, kLab06 + " --quick", "mkfifo \"$TMPDIR/amp_lab_06_$$.pt\"");
+  CHECK(r.code == 0);  // 137 would be the 120 s deadline: the lab hung on the FIFO
+  CHECK(r.err.empty());
+  const auto entries = tmp.entries();
+  REQUIRE(entries.size() == 1);
+  CHECK(fs::is_fifo(fs::symlink_status(tmp.path / entries.front())));
+}
+
+TEST_CASE("lab 06 leaves nothing in TMPDIR after a run, and an empty TMPDIR means /tmp") {
+  Folder tmp("amp_lab_cli_clean");
+  const auto r = watch(tmp.path, kLab06 + " --quick");
+  CHECK(r.code == 0);
+  CHECK(tmp.entries().empty());
+  const auto empty = lab06("TMPDIR=");
+  CHECK(empty.code == 0);
+  CHECK(empty.err.empty());
+}
+
+TEST_CASE("lab 06 killed by SIGTERM, SIGINT or SIGHUP mid-run removes its private scratch folder and dies by the signal") {
+  for (const auto& [name, number] : {std::pair<std::string, int>{"TERM", 15}, {"INT", 2}, {"HUP", 1}}) {
+    CAPTURE(name);
+    Folder tmp("amp_lab_cli_signal");
+    const auto r = watch(tmp.path, kLab06, "", name);  // default size: long enough to be caught mid-run
+    REQUIRE(r.seen_mode == "700");  // the signal came while the scratch folder existed; only we can enter it
+    CHECK(r.code == 128 + number);  // ended by the signal itself, as without a handler
+    CHECK(tmp.entries().empty());
+  }
+}
+
+TEST_CASE("under amp-lab, SIGTERM during lab 06 ends the walk with its summary and leaves no scratch folder") {
+  Folder tmp("amp_lab_cli_walk");
+  const auto r = watch(tmp.path, "\"" AMP_LAB_BINARY_DIR "/bin/amp-lab\" quiz --device cpu --only 6 < /dev/null", "", "TERM");
+  REQUIRE(r.seen_mode == "700");
+  CHECK(has(r.out, "Stopped (terminated)."));
+  CHECK(has(r.out, "Summary"));
+  CHECK(r.code == 143);
+  CHECK(tmp.entries().empty());
+}
+
+TEST_CASE("under amp-lab, a third Ctrl-C during lab 06 stops at once and still leaves no scratch folder") {
+  Folder tmp("amp_lab_cli_walk3");
+  const auto r = watch(tmp.path, "\"" AMP_LAB_BINARY_DIR "/bin/amp-lab\" quiz --device cpu --only 6 < /dev/null", "",
+                       "INT INT INT");
+  REQUIRE(r.seen_mode == "700");
+  CHECK_FALSE(has(r.out, "Summary"));  // killed by the third signal, not ended by the walk
+  CHECK(has(r.err, "once more to stop at once"));
+  CHECK(r.code == 130);
+  CHECK(tmp.entries().empty());
 }

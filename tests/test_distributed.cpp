@@ -11,8 +11,9 @@
 #include <limits>
 #include <thread>
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "amp/distributed.h"
 
@@ -23,9 +24,9 @@ constexpr double kInitScale = 1024.0;
 constexpr std::chrono::seconds kDeadline{60};  // the whole two-rank run; a rank that hangs fails the test
 
 struct RankOutcome {
-  int32_t stepped = -1;   // what scaler.step() returned
-  float scale = 0;        // the scale after update()
-  float weight = 0;       // the parameter after the step
+  int32_t stepped = -1;  // what scaler.step() returned
+  float scale = 0;       // the scale after update()
+  float weight = 0;      // the parameter after the step
 };
 
 // One rank: a single parameter whose gradient is 1, or inf on `inf_rank`; one scaler step.
@@ -58,7 +59,8 @@ RankOutcome one_step(int rank, int listen_fd, int port, int inf_rank, bool globa
 
 // Forks two ranks, returns each one's outcome (or fails the test on a crash, an error or the deadline).
 std::vector<RankOutcome> two_ranks(int inf_rank, bool global_verdict) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);  // port 0: the kernel picks a free port, held open for rank 0
+  const int fd =
+      socket(AF_INET, SOCK_STREAM, 0);  // port 0: the kernel picks a free port, held open for rank 0
   REQUIRE(fd >= 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -141,4 +143,14 @@ TEST_CASE("with the process group and no inf anywhere, both ranks step") {
     CHECK(out[rank].weight == doctest::Approx(0.5));
     CHECK(out[rank].scale == doctest::Approx(kInitScale));
   }
+}
+
+TEST_CASE("NCCL is built only against a CUDA LibTorch with its headers, and otherwise says so in one line") {
+  if (amp::nccl_built()) {
+    MESSAGE("this build has NCCL: a group needs a GPU per rank (lab 13 runs one on such a machine)");
+    return;
+  }
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  CHECK_THROWS_WITH_AS(amp::make_nccl_group(store, 0, 1), doctest::Contains("has no NCCL"),
+                       std::runtime_error);
 }

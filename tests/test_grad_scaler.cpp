@@ -1,10 +1,22 @@
 // amp::GradScaler: torch.amp.GradScaler's semantics, one behaviour per test.
 #include <doctest/doctest.h>
 
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <limits>
+#include <set>
+#include <sstream>
 #include <type_traits>
 
 #include <ATen/record_function.h>
@@ -615,4 +627,203 @@ TEST_CASE("update(new_scale) sets the scale and leaves the tracker alone") {
   scaler.update(/*new_scale=*/3.0);
   CHECK(scaler.get_scale() == 3.0);
   CHECK(scaler.state_dict().growth_tracker == 1);
+}
+
+TEST_CASE("step(o0), update(), step(o1), update() in one iteration is accepted, and after a back-off optimizer 1 applies gradients 2.0x too large") {
+  // Python accepts this pattern (update() refuses only when no unscale_/step came since the last one):
+  // the scale backs off between the two steps, so optimizer 1's gradients, scaled by the old scale, are
+  // unscaled by the new one. Measured against the one-update pattern from the same weights and data.
+  auto applied_grads = [](bool update_between) {
+    Problem p0(1), p1(2);
+    amp::GradScaler scaler(kCpu, {.init_scale = 1024.0, .growth_interval = 100});
+    p0.opt.zero_grad();
+    p1.opt.zero_grad();
+    auto losses = scaler.scale(std::vector<torch::Tensor>{p0.loss(), p1.loss()});
+    (losses[0] + losses[1]).backward();
+    p0.model->parameters()[0].mutable_grad().view(-1)[0] = kInf;
+    const bool stepped0 = scaler.step(p0.opt);
+    if (update_between) scaler.update();
+    const double scale_between = scaler.get_scale();
+    const bool stepped1 = scaler.step(p1.opt);
+    scaler.update();
+    std::vector<torch::Tensor> grads;
+    for (const auto& w : p1.model->parameters()) grads.push_back(w.grad().flatten());
+    return std::make_tuple(stepped0, stepped1, scale_between, scaler.get_scale(), torch::cat(grads));
+  };
+  const auto [once_stepped0, once_stepped1, once_between, once_scale, once_grads] = applied_grads(false);
+  const auto [twice_stepped0, twice_stepped1, twice_between, twice_scale, twice_grads] = applied_grads(true);
+  REQUIRE_FALSE(once_stepped0);
+  REQUIRE(once_stepped1);
+  CHECK(once_between == 1024.0);  // one update per iteration: the scale stays put until the end
+  CHECK(once_scale == 512.0);
+  CHECK_FALSE(twice_stepped0);
+  CHECK(twice_stepped1);           // no error, and optimizer 1 steps
+  CHECK(twice_between == 512.0);   // backed off before optimizer 1 was unscaled
+  CHECK(twice_scale == 512.0);     // optimizer 1's clean step does not back off again
+  REQUIRE(torch::all(once_grads != 0).item<bool>());
+  const torch::Tensor ratio = twice_grads / once_grads;
+  CHECK(ratio.min().item<double>() == doctest::Approx(2.0));  // 1024 / 512: every gradient 2.0x too large
+  CHECK(ratio.max().item<double>() == doctest::Approx(2.0));
+}
+
+TEST_CASE("with two update() calls per iteration the growth tracker counts two clean steps per iteration") {
+  Problem p0(1), p1(2);
+  amp::GradScaler scaler(kCpu, {.init_scale = 1024.0, .growth_interval = 4});
+  for (int iteration = 1; iteration <= 2; ++iteration) {
+    CAPTURE(iteration);
+    p0.opt.zero_grad();
+    p1.opt.zero_grad();
+    auto losses = scaler.scale(std::vector<torch::Tensor>{p0.loss(), p1.loss()});
+    (losses[0] + losses[1]).backward();
+    REQUIRE(scaler.step(p0.opt));
+    scaler.update();
+    REQUIRE(scaler.step(p1.opt));
+    scaler.update();
+    if (iteration == 1) CHECK(scaler.state_dict().growth_tracker == 2);
+  }
+  // growth_interval 4 is reached after two iterations, not four: the scale grew and the tracker restarted.
+  CHECK(scaler.get_scale() == 2048.0);
+  CHECK(scaler.state_dict().growth_tracker == 0);
+  CHECK_THROWS_WITH_AS(scaler.update(), "No inf checks were recorded prior to update.", amp::GradScalerError);
+}
+
+namespace {
+
+// A fresh private folder under the temporary directory, removed with what is in it at the end.
+struct TempFolder {
+  std::filesystem::path path;
+  TempFolder() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "amp_lab_test_ckpt_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempFolder() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::set<std::string> names() const {
+    std::set<std::string> n;
+    for (const auto& e : std::filesystem::directory_iterator(path)) n.insert(e.path().filename().string());
+    return n;
+  }
+};
+
+// A folder on its own 8 KB tmpfs, so a checkpoint does not fit (mounting needs CAP_SYS_ADMIN: root here).
+// why_not says why there is none.
+struct FullTmpfs {
+  TempFolder folder;
+  std::string why_not;
+  bool mounted = false;
+  FullTmpfs() {
+    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0) mounted = true;
+    else why_not = std::string("cannot mount a tmpfs here: ") + std::strerror(errno);
+  }
+  ~FullTmpfs() {
+    if (mounted) ::umount2(folder.path.c_str(), MNT_DETACH);
+  }
+};
+
+// Files written by this process are limited to `bytes` while it lives (RLIMIT_FSIZE, as `ulimit -f` does;
+// no privilege needed); SIGXFSZ is ignored, so a write past the limit fails with EFBIG instead of killing us.
+struct FileSizeLimit {
+  rlimit before{};
+  struct sigaction old_action {};
+  explicit FileSizeLimit(rlim_t bytes) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    REQUIRE(::sigaction(SIGXFSZ, &ignore, &old_action) == 0);
+    const rlimit limited{bytes, before.rlim_max};
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    ::sigaction(SIGXFSZ, &old_action, nullptr);
+  }
+};
+
+// A model whose checkpoint (weights and momentum buffers, about 70 KB) fits neither limit above.
+struct BigProblem {
+  torch::nn::Linear model{96, 96};
+  torch::optim::SGD opt{model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9)};
+  amp::GradScaler scaler{kCpu, {.init_scale = 256.0}};
+  BigProblem() {
+    opt.zero_grad();
+    scaler.scale(model->forward(torch::randn({4, 96})).pow(2).sum()).backward();
+    scaler.step(opt);
+    scaler.update();
+  }
+  void save(const std::filesystem::path& p) { amp::save_checkpoint(p.string(), *model, opt, scaler); }
+};
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What save_checkpoint threw (its type and one-line message), for a failure expected.
+std::string save_error(BigProblem& big, const std::filesystem::path& p) {
+  try {
+    big.save(p);
+  } catch (const amp::CheckpointError& e) {
+    return e.what();
+  }
+  return "(no CheckpointError)";
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint on a full disk throws one line naming the path and the cause, and leaves no file") {
+  FullTmpfs full;
+  if (!full.mounted) {
+    std::cout << "SKIPPED: " << full.why_not << "; the file-size-limit test covers the same failure\n";
+    return;
+  }
+  BigProblem big;
+  {
+    TempFolder roomy;
+    big.save(roomy.path / "ckpt.pt");
+    REQUIRE(std::filesystem::file_size(roomy.path / "ckpt.pt") > 8192);  // it really does not fit
+  }
+  const auto target = full.folder.path / "ckpt.pt";
+  const std::string message = save_error(big, target);
+  CHECK(message == "checkpoint: cannot write " + target.string() + ": No space left on device");
+  CHECK(full.folder.names().empty());  // neither the checkpoint nor a temporary file
+
+  // A previous checkpoint at the path survives a failed save unchanged.
+  std::ofstream(target, std::ios::binary) << "the previous checkpoint";
+  CHECK(save_error(big, target) == message);
+  CHECK(read_all(target) == "the previous checkpoint");
+  CHECK(full.folder.names() == std::set<std::string>{"ckpt.pt"});
+}
+
+TEST_CASE("a checkpoint past the file-size limit throws one line with the cause, and the old file stays") {
+  TempFolder folder;
+  BigProblem big;
+  const auto target = folder.path / "ckpt.pt";
+  std::string message, kept;
+  {
+    FileSizeLimit limit(16384);
+    message = save_error(big, target);
+    std::ofstream(target, std::ios::binary) << "the previous checkpoint";
+    CHECK(save_error(big, target) == message);
+    kept = read_all(target);
+  }
+  CHECK(message == "checkpoint: cannot write " + target.string() + ": File too large");
+  CHECK(message.find('\n') == std::string::npos);
+  CHECK(kept == "the previous checkpoint");
+  CHECK(folder.names() == std::set<std::string>{"ckpt.pt"});
+  // Without the limit the same save succeeds, replaces the old file, and loads back.
+  big.save(target);
+  CHECK(folder.names() == std::set<std::string>{"ckpt.pt"});
+  BigProblem other;
+  amp::load_checkpoint(target.string(), *other.model, other.opt, other.scaler);
+  CHECK(torch::equal(other.model->weight, big.model->weight));
+}
+
+TEST_CASE("a checkpoint into a folder that does not exist throws one line naming the path") {
+  TempFolder folder;
+  BigProblem big;
+  const auto target = folder.path / "missing" / "ckpt.pt";
+  CHECK(save_error(big, target) == "checkpoint: cannot write " + target.string() + ": No such file or directory");
 }

@@ -310,3 +310,80 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
     else CHECK(d == 0);
   }
 }
+
+TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch.amp: the scales, trackers, skips, the mis-unscaling factor and the parameters") {
+  const auto doc = python_trace("grad_scaler_trace_two_updates.py");
+  if (!doc) return;
+  const auto& cfg = (*doc)["config"];
+
+  torch::nn::Linear model0(4, 3), model1(4, 3);
+  const auto params0 = model0->parameters(), params1 = model1->parameters();
+  std::vector<torch::Tensor> all = params0;
+  all.insert(all.end(), params1.begin(), params1.end());
+  REQUIRE(all.size() == (*doc)["initial_params"].size());
+  for (size_t i = 0; i < all.size(); ++i) copy_values(all[i], (*doc)["initial_params"][i]);
+  const auto x = to_tensor((*doc)["x"]), y0 = to_tensor((*doc)["y0"]), y1 = to_tensor((*doc)["y1"]);
+  const auto sgd = torch::optim::SGDOptions(cfg["lr"].get<double>()).momentum(cfg["momentum"].get<double>());
+  torch::optim::SGD opt0(params0, sgd), opt1(params1, sgd);
+  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>(),
+                                       .growth_factor = cfg["growth_factor"].get<double>(),
+                                       .backoff_factor = cfg["backoff_factor"].get<double>(),
+                                       .growth_interval = cfg["growth_interval"].get<int64_t>()});
+  auto steps_of = [](const nlohmann::json& list) {
+    std::set<int> s;
+    for (const auto& v : list) s.insert(v.get<int>());
+    return s;
+  };
+  const auto inf_grad_0 = steps_of(cfg["inf_grad_0"]), inf_grad_1 = steps_of(cfg["inf_grad_1"]);
+
+  std::set<double> factors;  // the factors optimizer 1's applied gradients were off by, over the run
+  for (const auto& expected : (*doc)["trace"]) {
+    const int step = expected["step"].get<int>();
+    CAPTURE(step);
+    opt0.zero_grad();
+    opt1.zero_grad();
+    auto loss0 = torch::mse_loss(model0->forward(x), y0, torch::Reduction::Sum);
+    auto loss1 = torch::mse_loss(model1->forward(x), y1, torch::Reduction::Sum);
+    CHECK(static_cast<double>(loss0.item<float>()) == expected["loss0"].get<double>());
+    CHECK(static_cast<double>(loss1.item<float>()) == expected["loss1"].get<double>());
+    const double scale_backward = scaler.get_scale();
+    CHECK(scale_backward == expected["scale_backward"].get<double>());
+    scaler.scale(loss0 + loss1).backward();
+    if (inf_grad_0.count(step)) params0[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    if (inf_grad_1.count(step)) params1[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    std::vector<torch::Tensor> correct1;
+    for (const auto& p : params1) correct1.push_back(p.grad().detach() / scale_backward);
+
+    const bool stepped0 = scaler.step(opt0);
+    scaler.update();  // accepted, as in Python: optimizer 0 recorded an inf check
+    CHECK(stepped0 == expected["stepped0"].get<bool>());
+    CHECK(scaler.get_scale() == expected["scale_between"].get<double>());
+    CHECK(scaler.state_dict().growth_tracker == expected["tracker_between"].get<int64_t>());
+    const bool stepped1 = scaler.step(opt1);  // unscales by the scale update() just set
+    scaler.update();
+    CHECK(stepped1 == expected["stepped1"].get<bool>());
+    CHECK(scaler.get_scale() == expected["scale"].get<double>());
+    CHECK(scaler.state_dict().growth_tracker == expected["growth_tracker"].get<int64_t>());
+
+    REQUIRE(expected["factor1"].is_null() == !stepped1);
+    if (stepped1) {
+      std::vector<torch::Tensor> ratios;
+      for (size_t i = 0; i < params1.size(); ++i) ratios.push_back((params1[i].grad() / correct1[i]).flatten());
+      const auto r = torch::cat(ratios);
+      const double lo = r.min().item<double>(), hi = r.max().item<double>();
+      CHECK(lo == expected["factor1"]["min"].get<double>());
+      CHECK(hi == expected["factor1"]["max"].get<double>());
+      if (lo == hi) factors.insert(lo);
+    }
+    REQUIRE(expected["params"].size() == all.size());
+    for (size_t i = 0; i < all.size(); ++i) {
+      CAPTURE(i);
+      CHECK(max_ulps(all[i], expected["params"][i]) == 0);  // SGD, the same arithmetic: bitwise, every step
+    }
+  }
+  // The run met all three cases: a scale that stayed (1.0), a back-off (2.0x too large), a growth (0.5x).
+  CHECK(factors == std::set<double>{0.5, 1.0, 2.0});
+  const auto refused = (*doc)["third_update_refused"];
+  REQUIRE(refused.is_string());
+  CHECK_THROWS_WITH_AS(scaler.update(), refused.get<std::string>().c_str(), amp::GradScalerError);
+}

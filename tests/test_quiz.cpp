@@ -41,7 +41,8 @@ std::string write(const std::string& name, const std::string& text) {
 }
 
 // The error for `text` with `from` replaced by `to`.
-std::string error_for(const std::string& name, std::string text, const std::string& from, const std::string& to) {
+std::string error_for(const std::string& name, std::string text, const std::string& from,
+                      const std::string& to) {
   if (!from.empty()) {
     const auto pos = text.find(from);
     REQUIRE(pos != std::string::npos);
@@ -73,10 +74,13 @@ TEST_CASE("a well-formed quiz file loads with its answer as an index and its pla
 }
 
 TEST_CASE("each malformed quiz file gets its own error with line, column and field") {
-  CHECK(error_for("syntax", kGood, "options: [A, B, C, D]", "options: [A, B") .find("syntax") != std::string::npos);
+  CHECK(error_for("syntax", kGood, "options: [A, B, C, D]", "options: [A, B").find("syntax") !=
+        std::string::npos);
   CHECK(error_for("no-title", kGood, "title: T\n", "") == ":1:1: title: missing (required)");
-  CHECK(error_for("no-prompt", kGood, "    prompt: Why?\n", "") == ":3:5: questions[0].prompt: missing (required)");
-  CHECK(error_for("empty-prompt", kGood, "prompt: Why?", "prompt: ''") == ":5:13: questions[0].prompt: must not be empty");
+  CHECK(error_for("no-prompt", kGood, "    prompt: Why?\n", "") ==
+        ":3:5: questions[0].prompt: missing (required)");
+  CHECK(error_for("empty-prompt", kGood, "prompt: Why?", "prompt: ''") ==
+        ":5:13: questions[0].prompt: must not be empty");
   CHECK(error_for("three-options", kGood, "[A, B, C, D]", "[A, B, C]") ==
         ":6:14: questions[0].options: must list exactly 4 options");
   CHECK(error_for("answer-out-of-range", kGood, "answer: b", "answer: e") ==
@@ -88,7 +92,8 @@ TEST_CASE("each malformed quiz file gets its own error with line, column and fie
   CHECK(error_for("unknown-lab", kGood, "lab: lab-a", "lab: lab-z") ==
         ":4:10: questions[0].lab: no lab named 'lab-z' (see: amp-lab list)");
   CHECK(error_for("bad-placeholder", kGood, "{lost_share}", "{lost_shares}") ==
-        ":9:18: questions[0].explanation: placeholder {lost_shares} is not an observation lab 'lab-a' provides");
+        ":9:18: questions[0].explanation: placeholder {lost_shares} is not an observation lab 'lab-a' "
+        "provides");
   CHECK(error_for("bad-format", kGood, "{steps}", "{steps:text}") ==
         ":8:11: questions[0].hint: placeholder {steps:text}: the only format is ':value'");
   CHECK(error_for("bad-hint", kGood, "{steps}", "{step}") ==
@@ -100,7 +105,8 @@ TEST_CASE("each malformed quiz file gets its own error with line, column and fie
 }
 
 TEST_CASE("why_not explains wrong options by letter, with placeholders checked like the explanation") {
-  const std::string with = std::string(kGood) + "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n";
+  const std::string with =
+      std::string(kGood) + "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n";
   const auto quiz = runner::load_quiz(write("why-not", with), fake_labs);
   REQUIRE(quiz.questions.size() == 1);
   const auto& why = quiz.questions[0].why_not;
@@ -115,7 +121,8 @@ TEST_CASE("why_not explains wrong options by letter, with placeholders checked l
         ":11:10: questions[0].why_not.a: placeholder {step} is not an observation lab 'lab-a' provides");
   CHECK(error_for("why-not-empty", with, "\"D is wrong\"", "\"\"") ==
         ":12:10: questions[0].why_not.d: must not be empty");
-  CHECK(error_for("why-not-list", with, "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n",
+  CHECK(error_for("why-not-list", with,
+                  "    why_not:\n      a: \"{steps} steps say no\"\n      d: \"D is wrong\"\n",
                   "    why_not: [a, d]\n") ==
         ":10:14: questions[0].why_not: must map wrong options' letters to why each is wrong");
 }
@@ -125,7 +132,8 @@ std::string two_tracks() {
   std::string question = std::string(kGood).substr(std::string(kGood).find("  - id"));
   std::string second = question;
   second.replace(second.find("id: q1"), 6, "id: q2\n    track: extra");
-  return "title: T\ntracks:\n  - id: core\n    title: The first\n  - id: extra\n    title: The second\nquestions:\n" +
+  return "title: T\ntracks:\n  - id: core\n    title: The first\n  - id: extra\n    title: The "
+         "second\nquestions:\n" +
          question + second;
 }
 
@@ -137,7 +145,8 @@ TEST_CASE("without a tracks list every question is in the one default track, cor
   CHECK(runner::select_track(quiz, "core").questions.size() == 1);
 }
 
-TEST_CASE("a question without a track key joins the first track, and select_track keeps the file's numbering") {
+TEST_CASE(
+    "a question without a track key joins the first track, and select_track keeps the file's numbering") {
   const auto quiz = runner::load_quiz(write("two-tracks", two_tracks()), fake_labs);
   REQUIRE(quiz.tracks.size() == 2);
   CHECK(quiz.tracks[1].id == "extra");
@@ -162,27 +171,33 @@ TEST_CASE("each malformed track gets its own located error") {
   const std::string good = two_tracks();
   CHECK(error_for("undeclared-track", good, "track: extra", "track: extar") ==
         ":16:12: questions[1].track: no track named 'extar' in tracks: core, extra");
-  CHECK(error_for("duplicate-track", good, "id: extra", "id: core") == ":5:9: tracks[1].id: duplicate track 'core'");
+  CHECK(error_for("duplicate-track", good, "id: extra", "id: core") ==
+        ":5:9: tracks[1].id: duplicate track 'core'");
   CHECK(error_for("reserved-track", good, "id: extra\n    title", "id: all\n    title") ==
         ":5:9: tracks[1].id: 'all' is reserved for every track together");
-  CHECK(error_for("untitled-track", good, "    title: The second\n", "") == ":5:5: tracks[1].title: missing (required)");
-  CHECK(error_for("empty-track", good, "    track: extra\n", "") == ":5:5: tracks[1]: track 'extra' has no questions");
+  CHECK(error_for("untitled-track", good, "    title: The second\n", "") ==
+        ":5:5: tracks[1].title: missing (required)");
+  CHECK(error_for("empty-track", good, "    track: extra\n", "") ==
+        ":5:5: tracks[1]: track 'extra' has no questions");
   CHECK(error_for("tracks-not-list", kGood, "questions:\n", "tracks: 3\nquestions:\n") ==
         ":2:9: tracks: must be a non-empty list");
 }
 
 TEST_CASE("a missing quiz file, a directory or a FIFO is a clear error, without waiting for a writer") {
   CHECK_THROWS_WITH_AS(runner::load_quiz("/nonexistent/quiz.yaml", fake_labs),
-                       "/nonexistent/quiz.yaml: cannot read the quiz file: No such file or directory", runner::QuizError);
-  const auto dir = std::filesystem::temp_directory_path();
-  CHECK_THROWS_WITH_AS(runner::load_quiz(dir.string(), fake_labs),
-                       (dir.string() + ": cannot read the quiz file: it is a directory, not a quiz file").c_str(),
+                       "/nonexistent/quiz.yaml: cannot read the quiz file: No such file or directory",
                        runner::QuizError);
+  const auto dir = std::filesystem::temp_directory_path();
+  CHECK_THROWS_WITH_AS(
+      runner::load_quiz(dir.string(), fake_labs),
+      (dir.string() + ": cannot read the quiz file: it is a directory, not a quiz file").c_str(),
+      runner::QuizError);
   const auto fifo = dir / ("amp_lab_quiz_fifo_" + std::to_string(::getpid()));
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  CHECK_THROWS_WITH_AS(runner::load_quiz(fifo.string(), fake_labs),
-                       (fifo.string() + ": cannot read the quiz file: not a regular file (a FIFO, socket or device)").c_str(),
-                       runner::QuizError);
+  CHECK_THROWS_WITH_AS(
+      runner::load_quiz(fifo.string(), fake_labs),
+      (fifo.string() + ": cannot read the quiz file: not a regular file (a FIFO, socket or device)").c_str(),
+      runner::QuizError);
   std::filesystem::remove(fifo);
 }
 
@@ -190,9 +205,11 @@ TEST_CASE("YAML that is not what it looks like is refused with its line and colu
   // Duplicate keys: yaml-cpp would silently take the first.
   CHECK(error_for("dup-answer", kGood, "    answer: b\n", "    answer: c\n    answer: a\n") ==
         ":8:5: questions[0].answer: given twice (first at line 7)");
-  CHECK(error_for("dup-title", kGood, "questions:", "title: U\nquestions:") == ":2:1: title: given twice (first at line 1)");
+  CHECK(error_for("dup-title", kGood, "questions:", "title: U\nquestions:") ==
+        ":2:1: title: given twice (first at line 1)");
   // A second document, even a broken one, is not ignored.
-  CHECK(error_for("two-docs", kGood + std::string("---\ntitle: [\n"), "", "").find("syntax") != std::string::npos);
+  CHECK(error_for("two-docs", kGood + std::string("---\ntitle: [\n"), "", "").find("syntax") !=
+        std::string::npos);
   CHECK(error_for("two-docs-valid", kGood + std::string("---\ntitle: T2\n"), "", "") ==
         ":10:1: top level: a second YAML document; a quiz file holds exactly one");
   // yaml-cpp 0.7 alone would loop forever, allocating, on a document that starts with ','.
@@ -204,12 +221,59 @@ TEST_CASE("YAML that is not what it looks like is refused with its line and colu
   CHECK(error_for("itnro", kGood, "questions:", "itnro: hello\nquestions:") ==
         ":2:1: top level: unknown key 'itnro' (known: title, intro, tracks, questions)");
   CHECK(error_for("hnit", kGood, "    hint:", "    hnit:") ==
-        ":8:5: questions[0]: unknown key 'hnit' (known: id, track, lab, prompt, options, answer, explanation, why_not, hint)");
+        ":8:5: questions[0]: unknown key 'hnit' (known: id, track, lab, prompt, options, answer, "
+        "explanation, why_not, hint)");
   // Blank strings.
-  CHECK(error_for("blank-option", kGood, "[A, B, C, D]", "[A, ' ', C, D]") == ":6:18: questions[0].options[1]: must not be empty");
+  CHECK(error_for("blank-option", kGood, "[A, B, C, D]", "[A, ' ', C, D]") ==
+        ":6:18: questions[0].options[1]: must not be empty");
   CHECK(error_for("blank-title", kGood, "title: T", "title: '  '") == ":1:8: title: must not be empty");
   CHECK(error_for("null-option", kGood, "[A, B, C, D]", "[A, B, ~, D]") ==
         ":6:21: questions[0].options[2]: must be a string, got nothing (an empty value)");
+}
+
+TEST_CASE("blank in any script is blank: a field of only no-break or other Unicode spaces is empty") {
+  CHECK(error_for("nbsp-title", kGood, "title: T", "title: \"\u00a0\"") == ":1:8: title: must not be empty");
+  CHECK(error_for("nbsp-plain", kGood, "title: T", "title: \xc2\xa0") == ":1:8: title: must not be empty");
+  CHECK(error_for("ideographic-space", kGood, "prompt: Why?", "prompt: \"\u3000 \u2003\"") ==
+        ":5:13: questions[0].prompt: must not be empty");
+  CHECK(error_for("zero-width", kGood, "[A, B, C, D]", "[A, \"\u200b\", C, D]") ==
+        ":6:18: questions[0].options[1]: must not be empty");
+  // Text with such a space inside it is text.
+  const auto quiz = runner::load_quiz(
+      write("nbsp-inside", std::string(kGood).replace(0, 8, "title: 8\xc2\xa0GB")), fake_labs);
+  CHECK(quiz.title == "8\xc2\xa0GB");
+}
+
+TEST_CASE(
+    "YAML tags are refused: an undeclared handle, a tag that contradicts its node, any tag a quiz needs "
+    "not") {
+  CHECK(error_for("undeclared-handle", kGood, "title: T", "title: !h!x T") ==
+        ":1:8: title: the tag '!h!x' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("map-on-list", kGood, "options: [A, B, C, D]", "options: !!map [A, B, C, D]") ==
+        ":6:14: questions[0].options: the tag '!!map' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("local-tag", kGood, "answer: b", "answer: !letter b") ==
+        ":7:13: questions[0].answer: the tag '!letter' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("tag-on-key", kGood, "    hint:", "    !!str hint:") ==
+        ":8:5: questions[0]: the tag '!!str' is not allowed (a quiz file uses no YAML tags)");
+  CHECK(error_for("tag-on-question", kGood, "  - id: q1", "  - !!map\n    id: q1") ==
+        ":3:5: questions[0]: the tag '!!map' is not allowed (a quiz file uses no YAML tags)");
+}
+
+TEST_CASE("a %YAML or %TAG directive without the --- that must follow it is refused") {
+  CHECK(error_for("yaml-no-dashes", "%YAML 1.2\n" + std::string(kGood), "", "") ==
+        ":2:1: syntax: the directive '%YAML 1.2' must be followed by a line '---' before the document");
+  CHECK(
+      error_for("tag-no-dashes", "# comment\n%TAG !h! tag:example.com,2000:\n\n" + std::string(kGood), "",
+                "") ==
+      ":4:1: syntax: the directive '%TAG !h! tag:example.com,2000:' must be followed by a line '---' before "
+      "the document");
+  // With its --- the directive is what YAML means it to be, and the file loads.
+  const auto quiz =
+      runner::load_quiz(write("yaml-dashes", "%YAML 1.2\n---\n" + std::string(kGood)), fake_labs);
+  CHECK(quiz.title == "T");
+  // A % inside the document is text.
+  CHECK(runner::load_quiz(write("percent", std::string(kGood).replace(0, 8, "title: \"%YAML\"")), fake_labs)
+            .title == "%YAML");
 }
 
 TEST_CASE("bytes that are not UTF-8, control characters and NULs are refused on load, not later") {
@@ -217,7 +281,8 @@ TEST_CASE("bytes that are not UTF-8, control characters and NULs are refused on 
   CHECK(error_for("half-char", kGood, "Why?", "Why\xc3") == ":5:16: encoding: byte '\\xc3' is not UTF-8");
   CHECK(error_for("escape", kGood, "lab: lab-a", "lab: \x1b[2J\x1b[Hpwned") ==
         ":4:10: encoding: the control character '\\x1b' is not allowed");
-  CHECK(error_for("nul", kGood, "Why?", std::string("Wh\0y?", 5)) == ":5:15: encoding: the control character '\\x00' is not allowed");
+  CHECK(error_for("nul", kGood, "Why?", std::string("Wh\0y?", 5)) ==
+        ":5:15: encoding: the control character '\\x00' is not allowed");
   // A YAML escape makes a control character without one in the file.
   CHECK(error_for("yaml-escape", kGood, "prompt: Why?", "prompt: \"Why\\e[2J?\"") ==
         ":5:13: questions[0].prompt: holds the control character '\\x1b'");
@@ -228,7 +293,8 @@ TEST_CASE("bytes that are not UTF-8, control characters and NULs are refused on 
 TEST_CASE("every error is one line that quotes the input escaped and cut, whatever the input holds") {
   const std::string huge(1 << 19, 'z');
   const std::string msg = error_for("huge-lab", kGood, "lab: lab-a", "lab: " + huge);
-  CHECK(msg == ":4:10: questions[0].lab: no lab named '" + std::string(60, 'z') + "...' (524288 bytes) (see: amp-lab list)");
+  CHECK(msg == ":4:10: questions[0].lab: no lab named '" + std::string(60, 'z') +
+                   "...' (524288 bytes) (see: amp-lab list)");
   CHECK(error_for("newline-lab", kGood, "lab: lab-a", "lab: \"lab\\nz\"") ==
         ":4:10: questions[0].lab: no lab named 'lab\\nz' (see: amp-lab list)");
   // Nesting beyond yaml-cpp's limit says so.
@@ -256,11 +322,14 @@ TEST_CASE("placeholder scanning is linear: a million braces load or fail at once
   CHECK(runner::stray_brace("a {steps b") == 2);
   CHECK(runner::stray_brace("a } b") == 2);
   CHECK(runner::placeholders("{a}{b:value}{ c }") == std::vector<std::string>{"a", "b:value"});
-  CHECK(error_for("many-braces", kGood, "{lost_share} of", "{lost_share} " + std::string(50'000, '{') + " of") ==
-        ":9:18: questions[0].explanation: '{' at character 14 is not part of a {placeholder} (a name of letters, digits and _)");
+  CHECK(error_for("many-braces", kGood, "{lost_share} of",
+                  "{lost_share} " + std::string(50'000, '{') + " of") ==
+        ":9:18: questions[0].explanation: '{' at character 14 is not part of a {placeholder} (a name of "
+        "letters, digits and _)");
 }
 
-TEST_CASE("quiz.yaml's core track, the default, holds the seed's eight questions verbatim, in order") {
+// However many questions the seed lists, and however many a later lab adds to the core track after them.
+TEST_CASE("quiz.yaml's core track, the default, starts with the seed's questions verbatim, in order") {
   const std::string seed = AMP_LAB_SOURCE_DIR "/../shared/seed/quiz.txt";
   if (!std::filesystem::exists(seed)) {
     std::cout << "SKIPPED: no seed file at " << seed << " to compare with (it sits beside the clone in CI)\n";
@@ -272,16 +341,20 @@ TEST_CASE("quiz.yaml's core track, the default, holds the seed's eight questions
   const std::regex prompt_re(R"(^\d+\. (.*)$)"), option_re(R"(^\s+• (.*)$)");
   std::smatch m;
   while (std::getline(in, line)) {
-    if (std::regex_match(line, m, prompt_re)) expected.push_back({m[1], {}});
-    else if (std::regex_match(line, m, option_re)) expected.back().second.push_back(m[1]);
+    if (std::regex_match(line, m, prompt_re)) {
+      expected.push_back({m[1], {}});
+    } else if (std::regex_match(line, m, option_re)) {
+      REQUIRE_MESSAGE(!expected.empty(), "an option before the seed's first question: " << line);
+      expected.back().second.push_back(m[1]);
+    }
   }
-  REQUIRE(expected.size() == 8);
+  REQUIRE_FALSE(expected.empty());
   const YAML::Node file = YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml");
   REQUIRE(file["tracks"][0]["id"].as<std::string>() == "core");  // the default track
   std::vector<YAML::Node> questions;
   for (const auto& q : file["questions"])
     if (!q["track"] || q["track"].as<std::string>() == "core") questions.push_back(q);
-  REQUIRE(questions.size() == expected.size());
+  REQUIRE(questions.size() >= expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     CAPTURE(i);
     CHECK(questions[i]["prompt"].as<std::string>() == expected[i].first);
@@ -291,7 +364,16 @@ TEST_CASE("quiz.yaml's core track, the default, holds the seed's eight questions
 
 TEST_CASE("every question in quiz.yaml explains each wrong option, and no hint gives a letter away") {
   const YAML::Node questions = YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml")["questions"];
-  REQUIRE(questions.size() >= 8);
+  // As many as the file writes out ("  - id:" under questions:), so none is skipped unseen.
+  std::ifstream file(AMP_LAB_SOURCE_DIR "/quiz.yaml");
+  size_t written = 0;
+  bool in_questions = false;
+  for (std::string line; std::getline(file, line);) {
+    if (!line.empty() && line[0] != ' ' && line[0] != '#') in_questions = line.rfind("questions:", 0) == 0;
+    written += in_questions && line.rfind("  - id:", 0) == 0;
+  }
+  REQUIRE(written > 0);
+  REQUIRE(questions.size() == written);
   const std::regex letter_re(R"((^|[^A-Za-z0-9])[a-dA-D]\))");  // "b)" or "(c)" names an option
   for (const auto& q : questions) {
     const std::string id = q["id"].as<std::string>();

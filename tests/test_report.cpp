@@ -1,6 +1,9 @@
 // The lab framework: a report renders the same facts as text and as JSON, and the registry runs labs.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
 #include <torch/torch.h>
 
 #include "lab/charts.h"
@@ -9,15 +12,31 @@
 
 namespace {
 
-lab::Report tiny_lab(const lab::Context& ctx) {
-  lab::Report r("tiny", "A tiny lab for the framework's own tests");
-  r.note("dtypes fp32, " + lab::short_name(ctx.dtype));
-  r.observe("draw", "first random draw", torch::rand({1}).item<double>());
-  r.check("a random draw lies in [0, 1)", true, "by construction");
-  return r;
+// A lab in the shape every lab has: measure() returns plain numbers, report() builds the report.
+struct TinyResult {
+  double draw;
+  std::string dtype;
+};
+
+TinyResult tiny_measure(const lab::Context& ctx) {
+  return {torch::rand({1}).item<double>(), lab::short_name(ctx.dtype)};
 }
-AMP_LAB_REGISTER("tiny", /*question=*/9, "A tiny lab", /*heading=*/"A draw from a seeded generator", tiny_lab,
-                 /*provides=*/{"draw"});
+
+void tiny_report(const TinyResult& m, lab::Report& r) {
+  r.note("dtypes fp32, " + m.dtype);
+  r.observe("draw", "first random draw", m.draw);
+  r.check("draw-in-unit-interval", "the random draw lies in [0, 1)", m.draw >= 0 && m.draw < 1,
+          lab::num(m.draw));
+}
+
+const lab::LabDecl kTiny{.number = 99,
+                         .id = "tiny",
+                         .track = "core",
+                         .title = "A tiny lab",
+                         .heading = "A draw from a seeded generator",
+                         .observations = {"draw"},
+                         .checks = {"draw-in-unit-interval"}};
+const lab::Registrar tiny_registrar(kTiny, __FILE__, lab::make_lab_fn(tiny_measure, tiny_report));
 
 }  // namespace
 
@@ -43,7 +62,8 @@ TEST_CASE("the measured part hides the title, checks and takeaways, and the verd
   r.observe("share", "gradients zeroed", 55.6, "%");
   r.check("scaling rescues them", true, "55.6% -> 0.0%");
   r.takeaway("scaling shifts small gradients into range");
-  const std::string measured = r.render_text({.part = lab::Part::Measured, .heading = "Small gradients in fp16"});
+  const std::string measured =
+      r.render_text({.part = lab::Part::Measured, .heading = "Small gradients in fp16"});
   CHECK(measured.find("Small gradients in fp16") != std::string::npos);
   CHECK(measured.find("gradients zeroed") != std::string::npos);
   CHECK(measured.find("dtypes: fp16") != std::string::npos);
@@ -94,13 +114,14 @@ TEST_CASE("an observation key may be recorded only once") {
 
 TEST_CASE("the log2 histogram counts zeros apart and puts each magnitude in its exponent's row") {
   auto v = torch::tensor({0.0, 0.0, 1.0, 1.5, 0.25, std::ldexp(1.0, -30)});
-  const auto chart = lab::log2_histogram("grads", v, /*lo=*/-24, /*hi=*/4, /*step=*/1, {{-24, "fp16 min subnormal"}});
+  const auto chart =
+      lab::log2_histogram("grads", v, /*lo=*/-24, /*hi=*/4, /*step=*/1, {{-24, "fp16 min subnormal"}});
   CHECK(chart.data["zeros"] == 2);
   const auto counts = chart.data["counts"].get<std::vector<int64_t>>();
   REQUIRE(counts.size() == 28);
-  CHECK(counts[0] == 1);        // 2^-30 clamps into the lowest row, "< 2^-23"
-  CHECK(counts[24 + 0] == 2);   // 1.0 and 1.5 have exponent 0
-  CHECK(counts[24 - 2] == 1);   // 0.25 = 2^-2
+  CHECK(counts[0] == 1);       // 2^-30 clamps into the lowest row, "< 2^-23"
+  CHECK(counts[24 + 0] == 2);  // 1.0 and 1.5 have exponent 0
+  CHECK(counts[24 - 2] == 1);  // 0.25 = 2^-2
   bool marked = false;
   for (const auto& line : chart.lines) marked |= line.find("fp16 min subnormal") != std::string::npos;
   CHECK(marked);
@@ -109,7 +130,7 @@ TEST_CASE("the log2 histogram counts zeros apart and puts each magnitude in its 
 TEST_CASE("the registry finds a lab by id, by question number and runs it seeded") {
   const lab::LabInfo* info = lab::find_lab("tiny");
   REQUIRE(info != nullptr);
-  CHECK(lab::find_lab("9") == info);
+  CHECK(lab::find_lab("99") == info);
   CHECK(lab::find_lab("no-such-lab") == nullptr);
   CHECK(info->provides == std::vector<std::string>{"draw"});
   CHECK(info->source == "tests/test_report.cpp");
@@ -123,4 +144,86 @@ TEST_CASE("the registry finds a lab by id, by question number and runs it seeded
   CHECK(a.value("draw") != c.value("draw"));
   CHECK(a.render_text().find("seed 7") != std::string::npos);
   CHECK(a.passed());
+  CHECK(a.title() == "A tiny lab");  // from the declaration
+  REQUIRE(a.find_check("draw-in-unit-interval") != nullptr);
+}
+
+TEST_CASE("a report that disagrees with its declaration is named, key by key") {
+  lab::Report r("tiny", "A tiny lab");
+  r.observe("draw", "first random draw", 0.5);
+  r.observe("extra", "not declared", 1);
+  r.check("other-key", "a check the declaration does not name", true, "");
+  const auto problems = lab::declaration_mismatches(kTiny, r);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0] == "observation 'extra' is not declared");
+  CHECK(problems[1] == "checks reported [other-key], declared [draw-in-unit-interval]");
+  lab::Report missing("tiny", "A tiny lab");
+  CHECK(lab::declaration_mismatches(kTiny, missing).front() ==
+        "declared observation 'draw' was not reported");
+}
+
+TEST_CASE("a report read back from its JSON renders exactly as the original, every part") {
+  lab::Report r("demo", "Demo title");
+  r.set_header("Q1 · labs/demo.cpp · device cpu · seed 0");
+  r.set_elapsed(0.25);
+  r.note("a note before any section");
+  r.section("Essential");
+  r.observe("zeta", "last key, first shown", 3, "x");
+  r.observe("alpha", "first key, shown second", 12.5, "%");
+  r.observe("diverged", "a ratio that overflowed", std::numeric_limits<double>::infinity(), "x", "inf");
+  r.table("formats", {"format", "bits"}).row({"fp16", "16"});
+  r.detail_section("More detail");
+  r.chart(lab::sparkline("scale", {1, 2, 4}, /*log2_scale=*/true));
+  r.takeaway("the conclusion");
+  r.check("k1", "a claim", true, "evidence one");
+  r.check("k2", "another claim", false, "evidence two");
+  const lab::Report back = lab::Report::from_json(nlohmann::json::parse(r.to_json().dump()));
+  for (const lab::Part part : {lab::Part::All, lab::Part::Measured, lab::Part::Details, lab::Part::Verdict}) {
+    CAPTURE(static_cast<int>(part));
+    CHECK(back.render_text({.part = part, .heading = "Neutral"}) ==
+          r.render_text({.part = part, .heading = "Neutral"}));
+  }
+  CHECK(back.find_check("k2") != nullptr);
+  CHECK_FALSE(back.passed());
+  CHECK(std::isnan(back.value("diverged")));  // JSON has no inf: it comes back as NaN, its text as printed
+  CHECK(back.find("diverged")->text == "inf");
+}
+
+TEST_CASE("detail sections stay out of the measured part and make up the details part") {
+  lab::Report r("demo", "Demo");
+  r.section("Shown first");
+  r.observe("a", "shown before the question", 1);
+  r.detail_section("Shown after the answer");
+  r.observe("b", "a detail", 2);
+  r.section("Shown first again");
+  r.observe("c", "essential again", 3);
+  const std::string measured = r.render_text({.part = lab::Part::Measured});
+  const std::string details = r.render_text({.part = lab::Part::Details});
+  CHECK(measured.find("shown before the question") != std::string::npos);
+  CHECK(measured.find("essential again") != std::string::npos);
+  CHECK(measured.find("a detail") == std::string::npos);
+  CHECK(details.find("a detail") != std::string::npos);
+  CHECK(details.find("essential again") == std::string::npos);
+  CHECK(details.find("Demo") == std::string::npos);  // no title: it continues the report
+}
+
+TEST_CASE("a check key is recorded once") {
+  lab::Report r("demo", "Demo");
+  r.check("same", "first", true, "");
+  CHECK_THROWS_AS(r.check("same", "second", true, ""), std::invalid_argument);
+}
+
+TEST_CASE("the catalog finds each lab by id, number, stem and executable, and suggests near misses") {
+  const lab::LabDecl* d = lab::find_decl("loss-scaling");
+  REQUIRE(d != nullptr);
+  for (const char* name :
+       {"2", "02", "loss_scaling", "02_loss_scaling", "lab02_loss_scaling", "Loss-Scaling"}) {
+    CAPTURE(name);
+    CHECK(lab::find_decl(name) == d);
+  }
+  CHECK(d->source() == "labs/02_loss_scaling.cpp");
+  CHECK(lab::find_decl("loss-scalin") == nullptr);
+  CHECK(lab::closest_decl("loss-scalin") == d);
+  CHECK(lab::closest_decl("lossscaling") == d);
+  CHECK(lab::closest_decl("banana") == nullptr);
 }

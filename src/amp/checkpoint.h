@@ -21,8 +21,12 @@ struct CheckpointError : std::runtime_error {
 
 // Writes model parameters and buffers, optimizer state and scaler state (GradScaler::save) to one
 // torch::serialize archive at `path`, replacing the file. Syncs with the device: tensors are copied to the
-// host, and the scaler reads its scale and growth tracker (.item()). Throws c10::Error (LibTorch's) when
-// the file cannot be written.
+// host, and the scaler reads its scale and growth tracker (.item()).
+// All or nothing: the archive goes to a new temporary file in the same folder, which is fsynced and then
+// renamed over `path` (a symlink at `path` is replaced, not followed). When that fails (a full disk, a
+// file-size limit, a folder that does not exist or cannot be written) it throws CheckpointError with one
+// line naming the path and the cause ("checkpoint: cannot write ckpt.pt: No space left on device"); the
+// temporary file is removed and `path` is left as it was (absent, or the previous checkpoint).
 void save_checkpoint(const std::string& path, const torch::nn::Module& model,
                      const torch::optim::Optimizer& optimizer, const GradScaler& scaler);
 

@@ -8,6 +8,21 @@
 // Compiled with USE_C10D_GLOO (src/CMakeLists.txt): without it this header declares nothing.
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+// NCCL only with a CUDA LibTorch (c10/cuda/impl/cuda_cmake_macros.h exists only there) and every header
+// c10d's NCCL header pulls in: nccl.h and, through ATen/cuda/CUDAContext.h, cuBLAS, cuSPARSE and cuSOLVER.
+// A pip torch's CUDA build may lack the math headers; the library then builds without NCCL.
+#if __has_include(<c10/cuda/impl/cuda_cmake_macros.h>) && __has_include(<nccl.h>) && \
+    __has_include(<cublas_v2.h>) && __has_include(<cublasLt.h>) && __has_include(<cusparse.h>) && \
+    __has_include(<cusolverDn.h>)
+#define AMP_LAB_WITH_NCCL 1
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL  // ProcessGroupNCCL is declared only under it (libtorch_cuda defines it)
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#else
+#define AMP_LAB_WITH_NCCL 0
+#endif
+
 namespace amp {
 namespace {
 
@@ -35,8 +50,9 @@ class ProcessGroupReducer final : public FoundInfReducer {
         if (!work->wait(timeout_)) throw std::runtime_error("timed out");
       } catch (const std::exception& e) {
         std::string what = e.what();
-        throw GradScalerError("amp::GradScaler: the all-reduce of found_inf across ranks failed (a rank died "
-                              "or hangs?): " + what.substr(0, what.find('\n')));
+        throw GradScalerError(
+            "amp::GradScaler: the all-reduce of found_inf across ranks failed (a rank died or hangs?): " +
+            what.substr(0, what.find('\n')));
       }
     }
     for (auto& [cpu_flag, on_device] : copied_back) cpu_flag.copy_(on_device);
@@ -66,6 +82,24 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_group(const c10::intrusive_ptr<c10d:
     options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
   }
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, options);
+}
+
+bool nccl_built() {
+  return AMP_LAB_WITH_NCCL != 0;
+}
+
+c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                  int world_size, std::chrono::milliseconds timeout) {
+#if AMP_LAB_WITH_NCCL
+  auto options = c10d::ProcessGroupNCCL::Options::create();
+  options->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
+#else
+  (void)store, (void)rank, (void)world_size, (void)timeout;
+  throw std::runtime_error(
+      "amp::make_nccl_group: this build of amp_lab has no NCCL (a CPU-only LibTorch, or nccl.h or the CUDA "
+      "math headers were missing when it was compiled)");
+#endif
 }
 
 }  // namespace amp

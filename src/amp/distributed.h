@@ -10,7 +10,8 @@
 //   amp::GradScaler scaler(device, {.process_group = amp::found_inf_all_reduce(pg)});
 //
 // DDP does not need it: its gradients are all-reduced before unscaling, so every rank already sees every
-// inf. This header needs c10d's Backend/Store headers (in LibTorch), not Gloo's; grad_scaler.h needs neither.
+// inf. This header needs c10d's Backend/Store headers (in LibTorch), not Gloo's or NCCL's; grad_scaler.h
+// needs neither.
 #pragma once
 
 #include <chrono>
@@ -38,6 +39,16 @@ std::shared_ptr<FoundInfReducer> found_inf_all_reduce(c10::intrusive_ptr<c10d::B
 // this machine's hostname, as torch.distributed does. Every collective fails after `timeout`.
 c10::intrusive_ptr<c10d::Backend> make_gloo_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                   int world_size, const std::string& hostname = "127.0.0.1",
+                                                  std::chrono::milliseconds timeout = kCollectiveTimeout);
+
+// Whether this library was compiled with c10d's NCCL backend: against a CUDA LibTorch, with nccl.h and the
+// CUDA math headers that c10d's NCCL header includes. False with a CPU-only LibTorch.
+bool nccl_built();
+
+// An NCCL process group (CUDA tensors, one GPU per rank: select this rank's device first) over `store`;
+// every collective fails after `timeout`. Throws std::runtime_error when !nccl_built().
+c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                                  int world_size,
                                                   std::chrono::milliseconds timeout = kCollectiveTimeout);
 
 }  // namespace amp

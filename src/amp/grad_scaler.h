@@ -111,6 +111,10 @@ class GradScaler {
   // unscale/step state either way. Disabled: does nothing.
   // Throws GradScalerError before any scale(), or without new_scale when no step() or unscale_() recorded
   // an inf check since the last update.
+  // Call it once per iteration, after every optimizer's step(). Like Python's, it does not refuse
+  // step(o0); update(); step(o1); update(): o1's gradients, scaled by the old scale in backward(), are
+  // then unscaled by the new one (2.0x too large after a back-off of 0.5, 0.5x after a growth), silently,
+  // and the growth tracker counts one clean step per update(), two per iteration.
   void update(std::optional<double> new_scale = std::nullopt);
   // Sets the scale from a one-element tensor on the scaler's device type, without a host sync. Python's
   // checks: same device type, numel 1, requires_grad false; 0-dim as Python's copy_ requires. Any dtype is

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "amp/device_caps.h"
+#include "lab/ranks.h"
 #include "lab/registry.h"
 #include "lab/text.h"
 
@@ -104,6 +105,12 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
   } catch (const OutputError& e) {
     std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
     return kExitLabError;
+  } catch (const UsageError& e) {  // a bad value the lab read from the environment (lab 13's MASTER_PORT...)
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), one_line(e).c_str());
+    return kExitUsage;
+  } catch (const Interrupted& e) {  // a signal while the lab's rank processes ran: they were stopped
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), one_line(e).c_str());
+    return 128 + e.signal;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: lab failed: %s\n", program.c_str(), one_line(e).c_str());
     return kExitLabError;
@@ -111,6 +118,10 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
 }
 
 int lab_main(int argc, char** argv) {
+  if (!registration_errors().empty()) {
+    std::fprintf(stderr, "error: %s\n", registration_errors().front().c_str());
+    return kExitLabError;
+  }
   if (labs().size() != 1) {
     std::fprintf(stderr, "error: this executable should hold exactly one lab, it holds %zu\n", labs().size());
     return kExitLabError;

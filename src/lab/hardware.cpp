@@ -4,7 +4,10 @@
 #include <iterator>
 #include <sstream>
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
 #include "amp/device_caps.h"
+#include "lab/context.h"
 
 namespace lab {
 
@@ -65,7 +68,42 @@ std::string describe_16bit_hardware(const Hardware& hw) {
     for (const auto& f : native_16bit_flags()) all += (all.empty() ? "" : ", ") + f;
     return cpu + " whose /proc/cpuinfo lists no native 16-bit arithmetic (none of " + all + ")";
   }
-  return cpu + " whose /proc/cpuinfo lists native 16-bit arithmetic (" + units + ")";
+  const std::string missing = missing_16bit_units(hw);
+  return cpu + " whose /proc/cpuinfo lists native 16-bit arithmetic (" + units + ")" +
+         (missing.empty() ? "" : " and not " + missing);
+}
+
+std::string missing_16bit_units(const Hardware& hw) {
+  std::vector<std::string> missing;
+  for (const auto& f : native_16bit_flags())
+    if (!hw.cpu_flags.count(f)) missing.push_back(f);
+  std::string out;
+  for (size_t i = 0; i < missing.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == missing.size() ? " or " : ", ") + missing[i];
+  return out;
+}
+
+std::optional<bool> onednn_supports(torch::ScalarType dtype) {
+  const char* op = dtype == torch::kBFloat16 ? "mkldnn::_is_mkldnn_bf16_supported"
+                   : dtype == torch::kHalf   ? "mkldnn::_is_mkldnn_fp16_supported"
+                                             : nullptr;
+  if (!op) return std::nullopt;
+  const auto schema = c10::Dispatcher::singleton().findSchema({op, ""});
+  if (!schema) return std::nullopt;
+  return schema->typed<bool()>().call();
+}
+
+MatmulKernel matmul_kernel(torch::Device device, torch::ScalarType dtype) {
+  const std::string t = short_name(dtype);
+  if (device.is_cuda())
+    return {MatmulKernel::Cublas, "cuBLAS's " + t + " GEMM (" + amp::cuda_device_name() + ")"};
+  const std::optional<bool> onednn = onednn_supports(dtype);
+  if (onednn.value_or(false))
+    return {MatmulKernel::OneDnn, "oneDNN's " + t + " matmul (oneDNN: " + t + " supported here)"};
+  return {MatmulKernel::AtenCpu,
+          "ATen's own CPU " + t + " gemm (" +
+              (onednn ? "oneDNN: no " + t + " support here" : std::string("no oneDNN in this LibTorch")) +
+              ")"};
 }
 
 }  // namespace lab

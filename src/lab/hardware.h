@@ -2,6 +2,7 @@
 // the CPU's feature flags (/proc/cpuinfo) and, on CUDA, the GPU's compute capability.
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -25,19 +26,39 @@ inline const std::vector<std::string>& native_16bit_flags() {
 // `hardware_of`; tests build one by hand to check the wording for machines that are not here.
 struct Hardware {
   bool cuda = false;
-  std::string name;                  // "AMD EPYC", "NVIDIA H200 (sm_90)"
-  int compute_capability = 0;        // CUDA: major*10+minor
-  std::set<std::string> cpu_flags;   // CPU: /proc/cpuinfo flags (empty: unknown)
+  std::string name;                 // "AMD EPYC", "NVIDIA H200 (sm_90)"
+  int compute_capability = 0;       // CUDA: major*10+minor
+  std::set<std::string> cpu_flags;  // CPU: /proc/cpuinfo flags (empty: unknown)
 };
 Hardware hardware_of(torch::Device device);
 
 // The native 16-bit flags among `hw.cpu_flags` ("avx512_bf16, amx_bf16"), or "" when none is listed.
 std::string native_16bit_units(const Hardware& hw);
 
-// "a CPU (AMD EPYC) whose /proc/cpuinfo lists avx512_bf16 (native bf16 dot products)",
+// The native 16-bit flags that `hw.cpu_flags` lacks ("amx_bf16, avx512_fp16 or amx_fp16"), or "".
+std::string missing_16bit_units(const Hardware& hw);
+
+// "a CPU (AMD EPYC) whose /proc/cpuinfo lists native 16-bit arithmetic (avx512_bf16) and not amx_bf16,
+// avx512_fp16 or amx_fp16",
 // "a CPU (...) whose /proc/cpuinfo lists no native 16-bit arithmetic (none of avx512_bf16, ...)",
 // "a GPU (NVIDIA H200 (sm_90)) with fp16 and bf16 Tensor Cores", "a GPU (...) with fp16 Tensor Cores
 // and no bf16". Reads as the object of "on": "ran at 0.8x the speed of fp32 on <this>".
 std::string describe_16bit_hardware(const Hardware& hw);
+
+// Whether ATen hands CPU matmuls of `dtype` (bf16 or fp16) to oneDNN on this machine, as ATen itself
+// decides it: torch.ops.mkldnn._is_mkldnn_bf16_supported() / _is_mkldnn_fp16_supported(), oneDNN's check
+// of the CPU's instruction set (bf16: avx512bw/vl/dq or avx_ne_convert; fp16: avx512_fp16 or
+// avx_ne_convert). nullopt when this LibTorch has no such op (built without oneDNN) or for another dtype.
+std::optional<bool> onednn_supports(torch::ScalarType dtype);
+
+// Which kernel a 16-bit at::matmul (larger than 16x16x16) runs on `device`, following ATen's dispatch
+// (aten/src/ATen/native/CPUBlas.cpp): on the CPU oneDNN's matmul where onednn_supports(dtype), else ATen's
+// own gemm kernel (aten/src/ATen/native/cpu/BlasKernel.cpp); on CUDA cuBLAS. Words for a report:
+// "ATen's own CPU fp16 gemm (oneDNN: no fp16 support here)".
+struct MatmulKernel {
+  enum Kind { AtenCpu, OneDnn, Cublas } kind = AtenCpu;
+  std::string text;
+};
+MatmulKernel matmul_kernel(torch::Device device, torch::ScalarType dtype);
 
 }  // namespace lab

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -32,6 +33,17 @@ int64_t tensor_bytes(const std::vector<torch::Tensor>& tensors);
 // nullopt on the CPU, whose allocator keeps no statistics (`fn` still runs).
 std::optional<int64_t> peak_device_bytes(torch::Device device, const std::function<void()>& fn);
 
+// What the device's allocator handed out while `fn` ran, above what was live before it: the most bytes live
+// at once, and the bytes still live when it returned (a forward pass: what autograd keeps for backward).
+// CUDA: the caching allocator's statistics (its blocks, rounded up to 512 bytes). CPU: a counting wrapper
+// around the CPU allocator, installed for the call only: it sees the tensors allocated during `fn`, at
+// the sizes asked for, and not memory that oneDNN or a BLAS allocate for themselves.
+struct AllocatedBytes {
+  int64_t peak = 0;
+  int64_t retained = 0;
+};
+AllocatedBytes allocated_bytes(torch::Device device, const std::function<void()>& fn);
+
 // max |y - ref| / max |ref|, measured in float64 (ref the float64 reference).
 double max_rel_error(const torch::Tensor& y, const torch::Tensor& ref);
 
@@ -42,8 +54,45 @@ double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b);
 // |a - b| seen.
 bool parameters_equal(const torch::nn::Module& a, const torch::nn::Module& b, double* max_diff);
 
-// A fresh path in the temporary directory, "<stem>_<pid><ext>", so concurrent runs do not collide.
-std::string scratch_path(const std::string& stem, const std::string& ext);
+// A private folder for scratch files: made by mkdtemp as "<TMPDIR>/<stem>_XXXXXX" (TMPDIR unset or empty:
+// /tmp), mode 0700, and removed with everything in it however the process leaves it: when the object is
+// destroyed (a return or an exception), at exit(), and on SIGINT, SIGTERM or SIGHUP. On those signals the
+// handler removes every live ScratchDir, then hands the signal to the handler that was installed before
+// (the runner's, which lets the lab finish) or, when there was none, ends the process by the signal as its
+// default action would. A signal that was ignored stays ignored. Throws std::runtime_error with one line
+// (the folder and the cause) when the folder cannot be made.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& stem);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // A new, empty file `name` (no '/') in the folder, made with O_CREAT|O_EXCL|O_NOFOLLOW: it never opens,
+  // follows or truncates something already there. Returns its path; throws std::runtime_error otherwise.
+  std::filesystem::path file(const std::string& name) const;
+
+ private:
+  std::filesystem::path path_;
+  int slot_ = -1;  // its entry in the table the signal handler reads
+};
+
+// One scratch file in a ScratchDir of its own, "<TMPDIR>/<stem>_XXXXXX/<stem><ext>", removed with it.
+// Converts to the path it names, so it goes where a path string goes:
+//   const lab::ScratchFile ckpt("amp_lab_06", ".pt");
+//   amp::save_checkpoint(ckpt, ...);  amp::load_checkpoint(ckpt, ...);  std::filesystem::remove(ckpt);
+class ScratchFile {
+ public:
+  ScratchFile(const std::string& stem, const std::string& ext) : dir_(stem), path_(dir_.file(stem + ext).string()) {}
+  const std::string& string() const { return path_; }
+  operator const std::string&() const { return path_; }
+  operator std::filesystem::path() const { return path_; }
+
+ private:
+  ScratchDir dir_;
+  std::string path_;
+};
 
 // The gradients of `params` (undefined where a parameter has none), for counting their bytes.
 std::vector<torch::Tensor> grads(const std::vector<torch::Tensor>& params);

@@ -1,119 +1,610 @@
 #include "lab/ranks.h"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStoreBackend.hpp>
 
-#include "amp/distributed.h"
+#include "amp_lab_paths.h"
+#include "lab/catalog.h"
+#include "lab/cli.h"
+#include "lab/text.h"
 
 extern char** environ;
 
 namespace lab {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
 }
 
-c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, bool server) {
+// ---- The environment, checked like the command line ------------------------------------------------
+
+int env_int(const char* name, int lo, int hi, std::optional<int> fallback) {
+  const std::string v = env(name);
+  if (v.empty()) {
+    if (fallback) return *fallback;
+    throw UsageError(fmt::format("{} is not set (it must be an integer from {} to {})", name, lo, hi));
+  }
+  const bool digits =
+      v.size() <= 9 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const long n = digits ? std::stol(v) : -1;
+  if (!digits || n < lo || n > hi)
+    throw UsageError(fmt::format("{} must be an integer from {} to {}, got {}", name, lo, hi, quote(v)));
+  return static_cast<int>(n);
+}
+
+milliseconds rank_timeout() {
+  const std::string v = env(kRankTimeoutVar);
+  if (v.empty()) return std::chrono::seconds(30);
+  char* end = nullptr;
+  const bool plain =
+      std::all_of(v.begin(), v.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
+  const double s = plain ? std::strtod(v.c_str(), &end) : -1;
+  if (!plain || end != v.c_str() + v.size() || !(s >= 0.1 && s <= 3600))
+    throw UsageError(fmt::format("{} must be seconds from 0.1 to 3600, got {}", kRankTimeoutVar, quote(v)));
+  return milliseconds(static_cast<int64_t>(s * 1000));
+}
+
+namespace {
+
+// A host name (RFC 1123 letters, digits, '-', '.', and the '_' some networks use) or an IPv4/IPv6 address.
+bool plausible_host(const std::string& h) {
+  return !h.empty() && h.size() <= 253 && std::all_of(h.begin(), h.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == ':';
+  });
+}
+
+}  // namespace
+
+std::optional<JobEnv> job_env(int max_world) {
+  if (std::getenv("RANK") == nullptr) return std::nullopt;
+  JobEnv job;
+  job.world = env_int("WORLD_SIZE", 2, max_world);
+  job.rank = env_int("RANK", 0, job.world - 1);
+  job.master_addr = env("MASTER_ADDR");
+  if (!plausible_host(job.master_addr))
+    throw UsageError("MASTER_ADDR must be a host name or an IP address, got " + quote(job.master_addr));
+  job.master_port = env_int("MASTER_PORT", 1, 65535);
+  job.agent_store = env("TORCHELASTIC_USE_AGENT_STORE") == "True";
+  return job;
+}
+
+// ---- The store: every network wait under the deadline ----------------------------------------------
+
+namespace {
+
+int millis_left(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 1 << 30));
+}
+
+std::string seconds(milliseconds t) {
+  return fmt::format("{:g} s", t.count() / 1000.0);
+}
+
+// Runs `fn` on a thread of its own and waits until `deadline` for it. A call still running then is left
+// to finish on its own (a resolver waiting for DNS, a handshake with a peer that never answers): nothing
+// waits for it, and its result is dropped. nullopt: it did not finish in time.
+template <class T>
+std::optional<T> within(Clock::time_point deadline, std::function<T()> fn) {
+  auto promise = std::make_shared<std::promise<T>>();
+  std::future<T> result = promise->get_future();
+  std::thread([promise, fn = std::move(fn)] {
+    try {
+      promise->set_value(fn());
+    } catch (...) {
+      promise->set_exception(std::current_exception());
+    }
+  }).detach();
+  if (result.wait_until(deadline) != std::future_status::ready) return std::nullopt;
+  return result.get();
+}
+
+struct Address {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
+std::vector<Address> resolve(const std::string& host, int port, Clock::time_point deadline,
+                             milliseconds timeout) {
+  auto lookup = [host, port] {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    const int err = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
+    if (err != 0) throw std::runtime_error(gai_strerror(err));
+    std::vector<Address> out;
+    for (addrinfo* a = res; a; a = a->ai_next) {
+      Address x;
+      std::memcpy(&x.addr, a->ai_addr, a->ai_addrlen);
+      x.len = a->ai_addrlen;
+      out.push_back(x);
+    }
+    freeaddrinfo(res);
+    return out;
+  };
+  try {
+    auto found = within<std::vector<Address>>(deadline, lookup);
+    if (!found) throw std::runtime_error(fmt::format("no answer within {}", seconds(timeout)));
+    return *found;
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("cannot resolve the store's host {}: {}", quote(host), e.what()));
+  }
+}
+
+// A connected socket to one of `addrs`, or -1 (errno_out: the last error) when none accepts right now.
+int try_connect(const std::vector<Address>& addrs, Clock::time_point deadline, int* errno_out) {
+  for (const Address& a : addrs) {
+    const int fd = socket(a.addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      *errno_out = errno;
+      continue;
+    }
+    int err = connect(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      err = poll(&p, 1, std::min(millis_left(deadline), 1000)) == 1 ? 0 : ETIMEDOUT;
+      socklen_t len = sizeof err;
+      if (err == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    }
+    if (err == 0) return fd;
+    *errno_out = err;
+    close(fd);
+  }
+  return -1;
+}
+
+// Reads exactly `n` bytes before the deadline: 1 done, 0 the peer closed, -1 the deadline passed.
+int read_exactly(int fd, void* buf, size_t n, Clock::time_point deadline) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = poll(&pfd, 1, millis_left(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return -1;
+    const ssize_t got = read(fd, p, n);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) return 0;
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
+  return 1;
+}
+
+// What a c10d TCPStore client sends first (TCPStore.cpp): VALIDATE with the magic number, then PING with
+// a nonce, which the server sends back. Checked here with a deadline, because the client's own wait for
+// the ping's answer has none (a listener that accepts and never answers holds it forever).
+void check_store_answers(const std::string& host, int port, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const std::string where = quote(fmt::format("{}:{}", host, port));
+  const std::vector<Address> addrs = resolve(host, port, deadline, timeout);
+  int fd = -1, last_errno = 0;
+  while ((fd = try_connect(addrs, deadline, &last_errno)) < 0) {  // rank 0 may not listen yet
+    if (Clock::now() >= deadline)
+      throw std::runtime_error(
+          fmt::format("no store accepted a connection at {} within {} ({}): is rank 0 running?", where,
+                      seconds(timeout), std::strerror(last_errno)));
+    std::this_thread::sleep_for(milliseconds(std::min(100, millis_left(deadline))));
+  }
+  using c10d::detail::QueryType;
+  const uint32_t nonce = static_cast<uint32_t>(getpid());
+  uint8_t hello[10];
+  hello[0] = static_cast<uint8_t>(QueryType::VALIDATE);
+  std::memcpy(hello + 1, &c10d::detail::validationMagicNumber, 4);
+  hello[5] = static_cast<uint8_t>(QueryType::PING);
+  std::memcpy(hello + 6, &nonce, 4);
+  uint32_t echoed = 0;
+  const bool sent = send(fd, hello, sizeof hello, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof hello);
+  const int got = sent ? read_exactly(fd, &echoed, sizeof echoed, deadline) : 0;
+  close(fd);
+  if (got < 0)
+    throw std::runtime_error(fmt::format(
+        "the store at {} accepted the connection but did not answer within {}: is it rank 0's TCPStore?",
+        where, seconds(timeout)));
+  if (got == 0 || echoed != nonce)
+    throw std::runtime_error(fmt::format(
+        "the server at {} does not answer as a c10d TCPStore does (closed or wrong reply)", where));
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, bool server,
+                                              milliseconds timeout) {
   c10d::TCPStoreOptions o;
   o.port = static_cast<uint16_t>(port);
   o.isServer = server;
   o.waitWorkers = false;
-  o.timeout = amp::kCollectiveTimeout;
-  return c10::make_intrusive<c10d::TCPStore>(host, o);
+  o.timeout = timeout;
+  if (server) return c10::make_intrusive<c10d::TCPStore>(host, o);
+  check_store_answers(host, port, timeout);
+  // The store answered; its client now makes the same handshake, still under a deadline of its own.
+  const auto deadline = Clock::now() + timeout;
+  std::function<c10::intrusive_ptr<c10d::Store>()> make = [host, o] {
+    return c10::intrusive_ptr<c10d::Store>(c10::make_intrusive<c10d::TCPStore>(host, o));
+  };
+  try {
+    if (auto store = within(deadline, make)) return *store;
+  } catch (const std::exception& e) {
+    throw std::runtime_error("connecting to the store failed: " + one_line(e));
+  }
+  throw std::runtime_error(fmt::format("the store at {} stopped answering during the handshake ({})",
+                                       quote(fmt::format("{}:{}", host, port)), seconds(timeout)));
 }
 
-int store_port(c10d::Store& store) { return static_cast<c10d::TCPStore&>(store).getPort(); }
+int store_port(c10d::Store& store) {
+  return static_cast<c10d::TCPStore&>(store).getPort();
+}
+
+// ---- The program a rank runs ------------------------------------------------------------------------
+
+RankProgram rank_program(const std::string& id) {
+  namespace fs = std::filesystem;
+  const LabDecl* decl = find_decl(id);
+  if (!decl) throw std::logic_error("rank_program: no lab " + quote(id) + " in labs/catalog.cpp");
+  const std::string executable = decl->executable();
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec && self.filename() == executable) return {self.string(), {}};
+  for (const fs::path& candidate :
+       {self.parent_path() / executable, fs::path(AMP_LAB_BINARY_DIR) / "bin" / executable})
+    if (!ec && access(candidate.c_str(), X_OK) == 0) return {candidate.string(), {}};
+  if (!ec && self.filename() == "amp-lab") return {self.string(), {"run", id}};
+  throw std::runtime_error(
+      fmt::format("the ranks run {}, which is neither beside {} nor in {}/bin: build it "
+                  "(cmake --build build --target {})",
+                  executable, escape(self.string()), AMP_LAB_BINARY_DIR, executable));
+}
+
+// ---- The rank processes -----------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kNumStopSignals = 3;
+struct sigaction g_before[kNumStopSignals];  // what was installed before ours, while ranks run
+volatile sig_atomic_t g_stop_signal = 0;     // the signal that asks the ranks to stop (0: none)
+
+bool is_program_handler(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction != nullptr
+                                   : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
+
+void on_stop_signal(int signo, siginfo_t* info, void* context) {
+  for (int i = 0; i < kNumStopSignals; ++i) {
+    if (kStopSignals[i] != signo) continue;
+    const struct sigaction& before = g_before[i];
+    if (is_program_handler(before)) {  // the program decides (amp-lab lets the running lab finish)
+      if (before.sa_flags & SA_SIGINFO)
+        before.sa_sigaction(signo, info, context);
+      else
+        before.sa_handler(signo);
+      return;
+    }
+  }
+  g_stop_signal = signo;  // the watch loop stops the ranks
+}
+
+// Our handler in front of SIGINT, SIGTERM and SIGHUP while the ranks run; an ignored signal stays ignored.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    for (int i = 0; i < kNumStopSignals; ++i) {
+      installed_[i] = false;
+      if (sigaction(kStopSignals[i], nullptr, &g_before[i]) != 0) continue;
+      if (!(g_before[i].sa_flags & SA_SIGINFO) && g_before[i].sa_handler == SIG_IGN) continue;
+      struct sigaction ours {};
+      ours.sa_sigaction = on_stop_signal;
+      ours.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&ours.sa_mask);
+      installed_[i] = sigaction(kStopSignals[i], &ours, nullptr) == 0;
+    }
+  }
+  ~StopSignals() {
+    for (int i = 0; i < kNumStopSignals; ++i)
+      if (installed_[i]) sigaction(kStopSignals[i], &g_before[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  bool installed_[kNumStopSignals];
+};
+
+struct Rank {
+  pid_t pid = 0;
+  int err_fd = -1;     // the read end of its stderr
+  std::string err;     // what it printed there (the last 8 KB)
+  bool ended = false;  // reaped
+  bool stopped = false;
+  int status = 0;
+};
+
+std::vector<std::string> environment_with(std::vector<std::string> vars) {
+  for (char** e = environ; *e; ++e) {  // the rest of this process's environment, minus what vars sets
+    const char* eq = std::strchr(*e, '=');
+    const size_t n = eq ? static_cast<size_t>(eq - *e) + 1 : 0;
+    const bool replaced = n > 0 && std::any_of(vars.begin(), vars.end(), [&](const std::string& v) {
+                            return v.compare(0, n, *e, n) == 0;
+                          });
+    if (!replaced) vars.emplace_back(*e);
+  }
+  return vars;
+}
 
 // Re-exec, not a bare fork(): a lab also runs inside amp-lab and the test binaries, whose OpenMP and
 // intra-op thread pools do not survive fork() (a forked child can deadlock in its first parallel op).
-// A fresh process has no such state, and every executable that links the lab can serve as a rank.
-void spawn_ranks(int world, const std::function<std::vector<std::string>(int rank)>& vars_of,
-                 std::chrono::seconds deadline) {
-  std::vector<pid_t> pids;
-  auto stop_all = [&](const std::string& why) {
-    for (pid_t p : pids) if (p > 0) kill(p, SIGKILL);
-    for (pid_t p : pids) if (p > 0) waitpid(p, nullptr, 0);
-    throw std::runtime_error(why);
-  };
+Rank start_rank(const RankProgram& program, std::vector<std::string> vars) {
+  std::vector<std::string> env_strings = environment_with(std::move(vars)), argv_strings{program.path};
+  argv_strings.insert(argv_strings.end(), program.args.begin(), program.args.end());
+  std::vector<char*> envp, argv;
+  for (auto& v : env_strings) envp.push_back(v.data());
+  for (auto& a : argv_strings) argv.push_back(a.data());
+  envp.push_back(nullptr);
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   const pid_t parent = getpid();
-  for (int rank = 0; rank < world; ++rank) {
-    std::vector<std::string> vars = vars_of(rank);
-    for (char** e = environ; *e; ++e)  // the rest of this process's environment, minus what vars sets
-      if (!std::strchr(*e, '=') || vars.end() == std::find_if(vars.begin(), vars.end(), [&](const std::string& v) {
-            return std::strncmp(*e, v.c_str(), v.find('=') + 1) == 0; }))
-        vars.emplace_back(*e);
-    std::vector<char*> envp;
-    for (auto& v : vars) envp.push_back(v.data());
-    envp.push_back(nullptr);
-    char arg0[] = "amp-lab-rank";
-    char* argv[] = {arg0, nullptr};
-    const pid_t pid = fork();
-    if (pid < 0) stop_all(fmt::format("could not start rank {}: {}", rank, std::strerror(errno)));
-    if (pid == 0) {  // only async-signal-safe calls until exec
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the lab's process dies: its ranks die with it
-      if (getppid() != parent) _exit(3);
-      execve("/proc/self/exe", argv, envp.data());
-      _exit(127);
-    }
-    pids.push_back(pid);
+  const pid_t pid = fork();
+  if (pid == 0) {   // only async-signal-safe calls until exec
+    setpgid(0, 0);  // a process group of its own: the terminal's Ctrl-C goes to the lab, which stops it
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // the lab's process dies: its ranks die with it
+    if (getppid() != parent) _exit(3);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    dup2(devnull, STDIN_FILENO);
+    dup2(devnull, STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    execve(program.path.c_str(), argv.data(), envp.data());
+    _exit(127);
   }
-  const auto end = std::chrono::steady_clock::now() + deadline;
-  for (size_t done = 0; done < pids.size();) {
-    // Reap every rank that ended since the last sweep before judging: a killed rank makes its peers fail
-    // moments later, and the report names the cause (the killed rank), not a peer that happens to come first.
-    std::vector<std::pair<size_t, int>> ended;
-    for (size_t r = 0; r < pids.size(); ++r) {
-      int status = 0;
-      if (pids[r] <= 0 || waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
-      pids[r] = 0;
-      ++done;
-      ended.emplace_back(r, status);
+  const int fork_errno = errno;
+  close(pipe_fds[1]);
+  if (devnull >= 0) close(devnull);
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    throw std::runtime_error(std::string("could not start a rank: ") + std::strerror(fork_errno));
+  }
+  fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  return {.pid = pid, .err_fd = pipe_fds[0]};
+}
+
+void drain(Rank& r) {
+  char buf[4096];
+  ssize_t got;
+  while (r.err_fd >= 0 && (got = read(r.err_fd, buf, sizeof buf)) != 0) {
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      break;
     }
-    for (const auto& [r, status] : ended)
-      if (WIFSIGNALED(status))
-        stop_all(fmt::format("rank {} of {} was killed by signal {} ({})", r, world, WTERMSIG(status), strsignal(WTERMSIG(status))));
-    for (const auto& [r, status] : ended)
-      if (WEXITSTATUS(status) != 0)
-        stop_all(fmt::format("rank {} of {} failed (exit code {}; its message is above)", r, world, WEXITSTATUS(status)));
-    if (std::chrono::steady_clock::now() > end) stop_all(fmt::format("ranks still running after {} s: stopped", deadline.count()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    r.err.append(buf, static_cast<size_t>(got));
+    if (r.err.size() > 8192) r.err.erase(0, r.err.size() - 8192);
+  }
+  if (r.err_fd >= 0) close(r.err_fd);
+  r.err_fd = -1;
+}
+
+// The last line a rank printed, without the "<program>: lab failed: " its command line puts first.
+std::string last_words(const Rank& r) {
+  std::string s = r.err;
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  s = s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+  if (const auto at = s.find(": lab failed: "); at != std::string::npos) s = s.substr(at + 14);
+  if (s.rfind("[", 0) == 0 && s.find("] ") != std::string::npos)
+    s = s.substr(s.find("] ") + 2);  // Gloo's [file:line]
+  return s.empty() ? "(it printed nothing)" : safe_line(s, 240);
+}
+
+std::string signal_name(int signo) {
+  const char* abbrev = sigabbrev_np(signo);
+  return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
+}
+
+bool failed(const Rank& r) {
+  return r.ended && (WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) > 1));
+}
+
+std::string ranks_named(const std::vector<int>& ranks, int world) {
+  std::string names;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", names, world);
+}
+
+// Who is to blame, in one line, once some rank failed and the others had their grace period.
+std::string blame(const std::vector<Rank>& ranks) {
+  const int world = static_cast<int>(ranks.size());
+  for (int r = 0; r < world; ++r)
+    if (ranks[r].ended && WIFSIGNALED(ranks[r].status))
+      return fmt::format("rank {} of {} was killed by signal {} ({})", r, world, WTERMSIG(ranks[r].status),
+                         strsignal(WTERMSIG(ranks[r].status)));
+  int first_failed = -1;
+  std::vector<int> stopped, silent;
+  for (int r = 0; r < world; ++r) {
+    if (failed(ranks[r]) && first_failed < 0) first_failed = r;
+    if (!ranks[r].ended) (ranks[r].stopped ? stopped : silent).push_back(r);
+  }
+  const std::string peer =
+      first_failed < 0 ? "" : fmt::format("; rank {}: {}", first_failed, last_words(ranks[first_failed]));
+  if (!stopped.empty())
+    return ranks_named(stopped, world) + " stopped answering (stopped by a signal)" + peer;
+  if (!silent.empty())
+    return ranks_named(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
+  const Rank& r = ranks[first_failed];
+  if (WEXITSTATUS(r.status) == 127 && r.err.empty())
+    return fmt::format("rank {} of {} could not be started (exec failed, exit code 127)", first_failed,
+                       world);
+  return fmt::format("rank {} of {} failed (exit code {}): {}", first_failed, world, WEXITSTATUS(r.status),
+                     last_words(r));
+}
+
+void stop_all(std::vector<Rank>& ranks) {
+  for (Rank& r : ranks)
+    if (!r.ended) kill(r.pid, SIGKILL);  // works on a stopped process too
+  for (Rank& r : ranks) {
+    if (!r.ended) {
+      while (waitpid(r.pid, &r.status, 0) < 0 && errno == EINTR) {
+      }
+      r.ended = true;
+    }
+    drain(r);
   }
 }
+
+void write_pids(const std::string& path, const std::vector<Rank>& ranks) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    for (const Rank& r : ranks) out << r.pid << "\n";
+    if (!out.flush()) throw std::runtime_error("cannot write the ranks' process ids to " + quote(tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("cannot write the ranks' process ids to " + quote(path) + ": " +
+                             std::strerror(errno));
+}
+
+}  // namespace
+
+namespace {
+
+// Every rank still running when the call ends, however it ends, is stopped and reaped.
+struct RankSet {
+  std::vector<Rank> ranks;
+  RankSet() = default;
+  RankSet(const RankSet&) = delete;
+  RankSet& operator=(const RankSet&) = delete;
+  ~RankSet() { stop_all(ranks); }
+};
+
+// Reads what the ranks printed and reaps those that ended (a stop or a continue is noted); true when all
+// have ended. `first_failure` is set when the first one fails.
+bool sweep(std::vector<Rank>& ranks, std::optional<Clock::time_point>& first_failure) {
+  std::vector<pollfd> fds;
+  for (const Rank& r : ranks)
+    if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
+  if (fds.empty())
+    std::this_thread::sleep_for(milliseconds(20));
+  else
+    poll(fds.data(), fds.size(), 20);
+  bool all_ended = true;
+  for (Rank& r : ranks) {
+    if (r.ended) continue;
+    drain(r);
+    int status = 0;
+    if (waitpid(r.pid, &status, WNOHANG | WUNTRACED | WCONTINUED) == r.pid) {
+      if (WIFSTOPPED(status))
+        r.stopped = true;
+      else if (WIFCONTINUED(status))
+        r.stopped = false;
+      else
+        r.ended = true, r.status = status, drain(r);
+    }
+    all_ended &= r.ended;
+    if (failed(r) && !first_failure) first_failure = Clock::now();
+  }
+  return all_ended;
+}
+
+void watch(std::vector<Rank>& ranks, const SpawnOptions& o) {
+  const auto end = Clock::now() + o.deadline;
+  constexpr auto kGrace = milliseconds(2000);  // after a failure, for the healthy peers to fail too
+  std::optional<Clock::time_point> first_failure;
+  for (;;) {
+    const bool all_ended = sweep(ranks, first_failure);
+    if (const int signo = g_stop_signal; signo != 0)
+      throw Interrupted(
+          fmt::format("interrupted by {}: its {} ranks were stopped", signal_name(signo), o.world), signo);
+    const bool killed = std::any_of(ranks.begin(), ranks.end(),
+                                    [](const Rank& r) { return r.ended && WIFSIGNALED(r.status); });
+    const bool stopped =
+        std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return !r.ended && r.stopped; });
+    if (first_failure && (killed || stopped || all_ended || Clock::now() - *first_failure > kGrace))
+      throw std::runtime_error(blame(ranks));
+    if (all_ended) return;
+    if (Clock::now() > end)
+      throw std::runtime_error(fmt::format("ranks still running after {} s: stopped", o.deadline.count()));
+  }
+}
+
+}  // namespace
+
+void spawn_ranks(const SpawnOptions& o) {
+  const StopSignals signals;
+  RankSet set;
+  for (int rank = 0; rank < o.world; ++rank) set.ranks.push_back(start_rank(o.program, o.vars_of(rank)));
+  if (!o.pids_file.empty()) write_pids(o.pids_file, set.ranks);
+  watch(set.ranks, o);
+}
+
+// ---- Values through the store -----------------------------------------------------------------------
 
 void store_set(c10d::Store& store, const std::string& key, const void* data, size_t bytes) {
   const auto* b = static_cast<const uint8_t*>(data);
   store.set(key, std::vector<uint8_t>(b, b + bytes));
 }
 
+namespace {
+
+// The key's value, once it is there; a store that has none within its timeout is one line.
+std::vector<uint8_t> store_get(c10d::Store& store, const std::string& key) {
+  try {
+    store.wait({key});
+    return store.get(key);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("the store had no {} within {}: {}", quote(key),
+                                         seconds(store.getTimeout()), one_line(e)));
+  }
+}
+
+}  // namespace
+
 std::vector<float> store_get_floats(c10d::Store& store, const std::string& key) {
-  store.wait({key});
-  const auto v = store.get(key);
+  const auto v = store_get(store, key);
   return {reinterpret_cast<const float*>(v.data()), reinterpret_cast<const float*>(v.data() + v.size())};
 }
 
 std::string store_get_string(c10d::Store& store, const std::string& key) {
-  store.wait({key});
-  const auto v = store.get(key);
+  const auto v = store_get(store, key);
   return {v.begin(), v.end()};
 }
 
-void store_barrier(c10d::Store& store, const std::string& key, int rank, int world) {
+void store_barrier(c10d::Store& store, const std::string& key, int rank, int world, milliseconds timeout) {
   store.add(key, 1);
-  if (rank == 0)
-    while (store.add(key, 0) < world) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto deadline = Clock::now() + timeout;
+  while (rank == 0 && store.add(key, 0) < world) {
+    if (Clock::now() > deadline)
+      throw std::runtime_error(fmt::format("not every rank had read the results after {}", seconds(timeout)));
+    std::this_thread::sleep_for(milliseconds(20));
+  }
 }
 
 }  // namespace lab

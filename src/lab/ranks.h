@@ -1,9 +1,12 @@
-// Processes for labs that run as several ranks (c10d): start the ranks on this machine, watch and reap
-// them, the TCP store they meet at, and the values they hand back through it.
+// Processes for labs that run as several ranks (c10d): the job's environment checked like command-line
+// values, the TCP store the ranks meet at (every network wait under one deadline), the rank processes
+// started on this machine, watched, blamed and reaped, and the values they hand back through the store.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,26 +21,88 @@ namespace lab {
 // The environment variable's value, "" when unset.
 std::string env(const char* name);
 
-// A c10d TCPStore at host:port (port 0 with server: a free port), with amp::kCollectiveTimeout.
-c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, bool server);
+// A signal (SIGINT, SIGTERM, SIGHUP) stopped the rank processes a lab had started: the lab executable
+// prints the message and exits 128 + signal.
+struct Interrupted : std::runtime_error {
+  Interrupted(const std::string& what, int signal) : std::runtime_error(what), signal(signal) {}
+  int signal;
+};
+
+// How long one network wait of a rank may take (the store's connection and handshake, each store read,
+// each collective): AMP_LAB_RANK_TIMEOUT seconds, 30 when unset, 0.1 to 3600. A bad value throws
+// UsageError quoting it.
+constexpr const char* kRankTimeoutVar = "AMP_LAB_RANK_TIMEOUT";
+std::chrono::milliseconds rank_timeout();
+
+// An integer environment variable in [lo, hi]: decimal digits only. Unset or empty: `fallback`, or a
+// UsageError when there is none. A bad value throws UsageError naming the variable and quoting the value
+// (lab::quote), as a bad command-line value does.
+int env_int(const char* name, int lo, int hi, std::optional<int> fallback = std::nullopt);
+
+// One rank of a job launched as torchrun launches it: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT (and
+// TORCHELASTIC_USE_AGENT_STORE=True when the launcher, not rank 0, hosts the store).
+struct JobEnv {
+  int rank = 0, world = 0;
+  std::string master_addr;  // a host name or an IP address
+  int master_port = 0;      // 1..65535
+  bool agent_store = false;
+};
+// nullopt when RANK is unset (this process is no rank of a job). Otherwise every variable checked: a
+// missing, malformed or out-of-range one (WORLD_SIZE outside [2, max_world]) throws UsageError.
+std::optional<JobEnv> job_env(int max_world);
+
+// The c10d TCPStore at host:port. A server binds port (0: a free one) on this machine. A client first
+// resolves host, connects (retrying while nothing listens yet, as rank 0 may start later) and checks that
+// a TCPStore answers its handshake, all within `timeout`, so a master that is unreachable, silent or no
+// TCPStore fails with one line (std::runtime_error) instead of LibTorch's retries, warnings and backtrace.
+// The store's own reads then wait at most `timeout` each.
+c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port, bool server,
+                                              std::chrono::milliseconds timeout);
 
 // The port a server store from connect_store bound.
 int store_port(c10d::Store& store);
 
-// Starts `world` ranks as fresh processes of this very executable (/proc/self/exe), each with
-// `vars_of(rank)` ("NAME=value") added to (or replacing in) this process's environment, and waits for
-// them. A rank that fails, is killed or outlives `deadline` stops the others and throws
-// std::runtime_error naming it; no rank outlives the call or this process.
-void spawn_ranks(int world, const std::function<std::vector<std::string>(int rank)>& vars_of,
-                 std::chrono::seconds deadline);
+// How to start a program that runs the lab `id` (its declaration in labs/catalog.cpp) as one rank: the lab's
+// own executable, when this process is it, or found beside this program or in this build's bin/ folder;
+// otherwise, when this process is the amp-lab runner, "amp-lab run <id>". Throws std::runtime_error (one
+// line) when neither is there. `args` are the lab's flags, appended by spawn_ranks.
+struct RankProgram {
+  std::string path;
+  std::vector<std::string> args;
+};
+RankProgram rank_program(const std::string& id);
 
-// Float vectors and byte strings through the store, under `key`; get waits for the key.
+struct SpawnOptions {
+  int world = 2;
+  RankProgram program;
+  std::function<std::vector<std::string>(int rank)> vars_of;  // "NAME=value", added to this environment
+  std::chrono::seconds deadline{240};                         // the whole run
+  // Where to write the ranks' process ids, one a line in rank order, once all are started ("" for
+  // nowhere): tests stop or kill a rank from outside.
+  std::string pids_file;
+};
+
+// Starts `world` ranks of `program` and waits for them. Each rank runs in a process group of its own (the
+// terminal's Ctrl-C reaches this process only), with stdin and stdout on /dev/null and its stderr read by
+// this process, and dies with this process (PR_SET_PDEATHSIG). A rank that exits 0 or 1 (its checks'
+// verdict) has finished. Otherwise every rank still running is stopped and std::runtime_error says, in
+// one line, which rank is to blame: one killed by a signal; else one that stopped answering (stopped by a
+// signal, or still running after its peers gave up waiting for it); else the first that failed, with the
+// last line it printed. After `deadline`, every rank is stopped. On SIGINT, SIGTERM or SIGHUP the ranks are
+// stopped and Interrupted is thrown; when the program has a handler of its own for that signal (amp-lab's,
+// which lets the lab finish) that handler is called instead and the ranks run on. No rank outlives the
+// call.
+void spawn_ranks(const SpawnOptions& options);
+
+// Float vectors and byte strings through the store, under `key`; get waits for the key (at most the
+// store's timeout).
 void store_set(c10d::Store& store, const std::string& key, const void* data, size_t bytes);
 std::vector<float> store_get_floats(c10d::Store& store, const std::string& key);
 std::string store_get_string(c10d::Store& store, const std::string& key);
 
-// Every rank counts itself in under `key`; rank 0 then waits until all `world` have, so a store it hosts
-// outlives the other ranks' reads.
-void store_barrier(c10d::Store& store, const std::string& key, int rank, int world);
+// Every rank counts itself in under `key`; rank 0 then waits, at most `timeout`, until all `world` have,
+// so a store it hosts outlives the other ranks' reads.
+void store_barrier(c10d::Store& store, const std::string& key, int rank, int world,
+                   std::chrono::milliseconds timeout);
 
 }  // namespace lab

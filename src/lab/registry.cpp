@@ -26,31 +26,43 @@ std::string relative_source(std::string file) {
   return file;
 }
 
-std::string executable_name(const std::string& source) {
-  auto slash = source.rfind('/');
+std::string stem_of(const std::string& source) {
+  const auto slash = source.rfind('/');
   std::string stem = source.substr(slash == std::string::npos ? 0 : slash + 1);
-  stem = stem.substr(0, stem.rfind('.'));
-  return "lab" + stem;
+  return stem.substr(0, stem.rfind('.'));
+}
+
+std::vector<std::string>& mutable_errors() {
+  static std::vector<std::string> errors;
+  return errors;
 }
 
 }  // namespace
 
-Registrar::Registrar(std::string id, int question, std::string title, std::string heading, const char* file,
-                     LabFn fn, std::vector<std::string> provides) {
+Registrar::Registrar(const char* file, LabFn fn) {
+  const std::string source = relative_source(file);
+  const LabDecl* decl = find_decl(stem_of(source));
+  if (!decl || decl->stem() != stem_of(source)) {
+    mutable_errors().push_back(source + " has no declaration in labs/catalog.cpp (its name must be labs/NN_<id>.cpp)");
+    return;
+  }
+  Registrar(*decl, file, std::move(fn));
+}
+
+Registrar::Registrar(const LabDecl& decl, const char* file, LabFn fn) {
   auto& all = mutable_labs();
-  std::string source = relative_source(file);
-  all.push_back({std::move(id), question, std::move(title), std::move(heading), source, executable_name(source), fn,
-                 std::move(provides)});
+  all.push_back({&decl, decl.id, decl.number, decl.title, decl.heading, relative_source(file), decl.executable(),
+                 decl.observations, std::move(fn)});
   std::stable_sort(all.begin(), all.end(), [](const LabInfo& a, const LabInfo& b) { return a.question < b.question; });
 }
 
 const std::vector<LabInfo>& labs() { return mutable_labs(); }
+const std::vector<std::string>& registration_errors() { return mutable_errors(); }
 
 const LabInfo* find_lab(std::string_view name) {
+  const LabDecl* decl = find_decl(name);
   for (const auto& info : labs())
-    if (info.id == name || info.executable == name || std::to_string(info.question) == name ||
-        info.executable == "lab" + std::string(name))
-      return &info;
+    if (info.decl == decl || (!decl && (info.id == name || std::to_string(info.question) == name))) return &info;
   return nullptr;
 }
 
@@ -76,8 +88,12 @@ Report run_lab(const LabInfo& info, const Context& ctx) {
   const CpuThreads threads(ctx);
   torch::manual_seed(ctx.seed);
   const auto start = std::chrono::steady_clock::now();
-  Report report = info.fn(ctx);
+  Report report(info.id, info.title);
+  info.fn(ctx, report);
+  report.set_identity(info.id, info.title);  // a lab written as one run() made its own Report
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (const auto problems = declaration_mismatches(*info.decl, report); !problems.empty())
+    throw std::logic_error(info.source + " disagrees with its declaration in labs/catalog.cpp: " + problems.front());
   report.set_header("Q" + std::to_string(info.question) + " · " + info.source + " · device " + ctx.device.str() +
                     " · seed " + std::to_string(ctx.seed) + (ctx.quick ? " · quick mode" : "") +
                     (ctx.flip ? " · FLIPPED: cause removed, checks expected to fail" : ""));

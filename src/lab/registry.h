@@ -1,56 +1,69 @@
-// The list of labs. A lab file registers itself with one line:
+// The lab linked into an executable (or a test), and how it runs. A lab file ends with one line:
 //
-//   AMP_LAB_REGISTER("master-weights", /*question=*/1, "FP32 master weights keep tiny updates",
-//                    /*heading=*/"Tiny updates to weights stored in 16 bits and in FP32", run,
-//                    /*provides=*/{"lost_share_16bit", "final_loss_ratio"});
+//   AMP_LAB(measure, report);
 //
-// The title states what the lab shows (the answer); the heading poses the experiment without the
-// conclusion, for the quiz to show before the learner answers.
-// `provides` names the observations the quiz may cite; quiz.yaml is checked against it on load, and a
-// test runs every lab to make sure each promised observation is really reported.
-// and labs/CMakeLists.txt gets one `amp_lab_add_lab(01_master_weights)` line.
+// where `Result measure(const lab::Context&)` runs the experiment and returns plain numbers and tensors,
+// and `void report(const Result&, lab::Report&)` turns them into the report. Which lab the file is comes
+// from its name (labs/06_amp_api.cpp is lab 6) and its declaration in labs/catalog.cpp: id, title,
+// heading, observation and check keys are written there only.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "lab/catalog.h"
 #include "lab/context.h"
 #include "lab/report.h"
 
 namespace lab {
 
-using LabFn = Report (*)(const Context&);
+using LabFn = std::function<void(const Context&, Report&)>;
 
 struct LabInfo {
+  const LabDecl* decl = nullptr;
+  // Copied from the declaration, for brevity at the call sites.
   std::string id;          // "master-weights"
-  int question = 0;        // the quiz question it backs, 1..8
+  int question = 0;        // the quiz question it backs
   std::string title;
   std::string heading;     // neutral: what is measured, not what it proves
   std::string source;      // "labs/01_master_weights.cpp"
   std::string executable;  // "lab01_master_weights"
-  LabFn fn = nullptr;
-  std::vector<std::string> provides;  // observation keys the quiz may cite
+  std::vector<std::string> provides;  // the declared observation keys
+  LabFn fn;
 };
 
-// Every registered lab, ordered by question number.
+// Every lab linked in, ordered by number.
 const std::vector<LabInfo>& labs();
-// By id ("master-weights"), executable name ("lab01_master_weights") or question number ("1").
+// By any name find_decl() accepts, among the labs linked in.
 const LabInfo* find_lab(std::string_view name);
+// Registration problems (a lab file without a declaration), reported by lab_main() and the tests.
+const std::vector<std::string>& registration_errors();
 
 struct Registrar {
-  Registrar(std::string id, int question, std::string title, std::string heading, const char* file, LabFn fn,
-            std::vector<std::string> provides = {});
+  Registrar(const char* file, LabFn fn);
+  // A lab declared elsewhere than labs/catalog.cpp: the framework's own tests.
+  Registrar(const LabDecl& decl, const char* file, LabFn fn);
 };
 
-// Runs a lab: seeds torch, fills the report header (device, seed, mode) and the elapsed time.
+template <class Measure, class ReportFn>
+LabFn make_lab_fn(Measure measure, ReportFn report) {
+  return [measure, report](const Context& ctx, Report& r) { report(measure(ctx), r); };
+}
+
+// Runs a lab: seeds torch, measures, reports, fills the header (device, seed, mode) and the elapsed time,
+// then holds the report to its declaration (every declared observation and check reported, nothing
+// undeclared): a mismatch throws std::logic_error.
 Report run_lab(const LabInfo& info, const Context& ctx);
 
 }  // namespace lab
 
 #define AMP_LAB_CONCAT_(a, b) a##b
 #define AMP_LAB_CONCAT(a, b) AMP_LAB_CONCAT_(a, b)
-#define AMP_LAB_REGISTER(id, question, title, heading, fn, ...)                                     \
-  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__) {                     \
-    id, question, title, heading, __FILE__, fn __VA_OPT__(, std::vector<std::string> __VA_ARGS__) \
-  }
+#define AMP_LAB(measure, report) \
+  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__)(__FILE__, ::lab::make_lab_fn(measure, report))
+// A lab still written as one `lab::Report run(const lab::Context&)`.
+#define AMP_LAB_RUN(run)                                                                      \
+  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__)(                \
+      __FILE__, [](const ::lab::Context& ctx, ::lab::Report& r) { r = run(ctx); })

@@ -17,12 +17,14 @@ struct Observation {
   std::string key;    // stable name, used by quiz.yaml placeholders: {lost_share}
   std::string label;  // what a person reads
   double value = 0;
-  std::string unit;   // "%", "ms", "x", "" ...
-  std::string text;   // the value as printed, unit included
+  std::string unit;  // "%", "ms", "x", "" ...
+  std::string text;  // the value as printed, unit included
 };
 
-// A claim, the measured evidence for it, and whether the evidence supports it.
+// A claim, the measured evidence for it, and whether the evidence supports it. The key is stable (tests,
+// quiz.yaml and the JSON use it); the claim is for people and may be reworded.
 struct Check {
+  std::string key;  // "resume-bitwise", declared in labs/catalog.cpp
   std::string claim;
   std::string evidence;
   bool passed = false;
@@ -53,7 +55,9 @@ struct Chart {
 // before answering: first what was measured, under a neutral heading; after the answer, the checks.
 enum class Part {
   All,       // everything, in the order the lab added it (a lab run alone, `--reveal`)
-  Measured,  // the heading instead of the title; no checks, no takeaways, no verdict
+  Measured,  // the heading instead of the title; the essential sections only: no details, checks,
+             // takeaways or verdict
+  Details,   // the detail sections (detail_section()), for after the answer
   Verdict,   // the title, then the checks and takeaways, then the verdict line
 };
 
@@ -61,13 +65,22 @@ struct RenderOptions {
   bool color = false;
   Part part = Part::All;
   std::string heading;  // shown in place of the title for Part::Measured (the title states the answer)
+  // Columns to fit (lab::terminal_width() gives the terminal's); 0: one line per item, as the lab wrote
+  // it. With a width, prose (title, notes, takeaways, observation labels and values, check claims and
+  // evidence) wraps at word boundaries with a hanging indent, tables narrow or fold into records
+  // (lab::format_table), and a chart's long lines are split, its histogram marker labels moved below it
+  // as numbered notes. Words are never split. Widths under kMinLayoutWidth (text.h) count as that.
+  size_t width = 0;
 };
 
 class Report {
  public:
   Report(std::string lab_id, std::string title);
 
+  // A section of what the lab measured. The quiz shows the sections before its question; a detail
+  // section (and everything after it until the next section()) only after the answer.
   void section(std::string heading);
+  void detail_section(std::string heading);
   void note(std::string text);
   // A note that states the conclusion: kept out of the Measured part, shown with the checks.
   void takeaway(std::string text);
@@ -76,9 +89,17 @@ class Report {
                              std::string text = "");
   Table& table(std::string title, std::vector<std::string> columns);
   void chart(Chart chart);
-  // Records and returns `passed`.
+  // Records and returns `passed`. `key` is the check's declared key (labs/catalog.cpp).
+  bool check(std::string key, std::string claim, bool passed, std::string evidence);
+  // A check without a key, for labs not yet given declared check keys.
   bool check(std::string claim, bool passed, std::string evidence);
+  const Check* find_check(std::string_view key) const;
 
+  // Set by the framework from the lab's declaration.
+  void set_identity(std::string id, std::string title) {
+    id_ = std::move(id);
+    title_ = std::move(title);
+  }
   const std::string& id() const { return id_; }
   const std::string& title() const { return title_; }
   bool passed() const;
@@ -93,17 +114,36 @@ class Report {
   void set_elapsed(double seconds) { elapsed_s_ = seconds; }
   double elapsed() const { return elapsed_s_; }
 
+  const std::string& header() const { return header_; }
   std::string render_text(const RenderOptions& options = {}) const;
   nlohmann::json to_json() const;
+  // The report as to_json() wrote it (a lab executable's --json), ready to render again. Throws
+  // std::invalid_argument naming what is missing or malformed.
+  static Report from_json(const nlohmann::json& j);
 
  private:
-  struct Heading { std::string text; };
-  struct Note { std::string text; };
-  struct Takeaway { std::string text; };
-  struct ObsRef { size_t index; };
-  struct TableRef { size_t index; };
-  struct ChartRef { size_t index; };
-  struct CheckRef { size_t index; };
+  struct Heading {
+    std::string text;
+    bool detail = false;
+  };
+  struct Note {
+    std::string text;
+  };
+  struct Takeaway {
+    std::string text;
+  };
+  struct ObsRef {
+    size_t index;
+  };
+  struct TableRef {
+    size_t index;
+  };
+  struct ChartRef {
+    size_t index;
+  };
+  struct CheckRef {
+    size_t index;
+  };
   using Block = std::variant<Heading, Note, Takeaway, ObsRef, TableRef, ChartRef, CheckRef>;
 
   std::string id_;

@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include "amp/autocast.h"
@@ -10,33 +9,37 @@
 namespace lab::underflow {
 namespace {
 
-// nn.Linear's default init: weight and bias uniform in +-1/sqrt(fan_in).
-void add_linear(Params& params, int64_t in, int64_t out, double gain, torch::Device device) {
-  const double bound = gain / std::sqrt(static_cast<double>(in));
-  auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
-  params.push_back(torch::empty({out, in}, opts).uniform_(-bound, bound));
-  params.push_back(torch::empty({out}, opts).uniform_(-bound, bound));
-}
-
-Params make_mlp(const ProblemOptions& o, double output_gain, torch::Device device) {
-  Params p;
-  add_linear(p, o.inputs, o.hidden, /*gain=*/1.0, device);
-  add_linear(p, o.hidden, o.hidden, /*gain=*/1.0, device);
-  add_linear(p, o.hidden, o.outputs, output_gain, device);
+// The weights and biases of an MLP, in order w1, b1, w2, b2, w3, b3: nn.Linear's default init (uniform in
+// +-1/sqrt(fan_in)), the output layer's multiplied by `output_gain`.
+std::vector<torch::Tensor> draw_mlp(const ProblemOptions& o, double output_gain, torch::Device device) {
+  std::vector<torch::Tensor> p;
+  auto add_linear = [&](int64_t in, int64_t out, double gain) {
+    const double bound = gain / std::sqrt(static_cast<double>(in));
+    auto opts = torch::TensorOptions().dtype(torch::kFloat).device(device);
+    p.push_back(torch::empty({out, in}, opts).uniform_(-bound, bound));
+    p.push_back(torch::empty({out}, opts).uniform_(-bound, bound));
+  };
+  add_linear(o.inputs, o.hidden, 1.0);
+  add_linear(o.hidden, o.hidden, 1.0);
+  add_linear(o.hidden, o.outputs, output_gain);
   return p;
 }
 
-torch::Tensor forward(const Params& p, torch::Tensor x, std::vector<torch::Tensor>* activations) {
-  auto keep = [&](torch::Tensor t) {
-    if (activations) {
-      t.retain_grad();
-      activations->push_back(t);
-    }
-    return t;
-  };
-  torch::Tensor h = torch::tanh(keep(torch::linear(x, p[0], p[1])));
-  h = torch::tanh(keep(torch::linear(h, p[2], p[3])));
-  return keep(torch::linear(h, p[4], p[5]));
+// The MLP with those parameters. Building the Linears draws their default init from the CPU generator;
+// its state is put back, so the draws of the problem and of the lab after it do not move.
+torch::nn::Sequential make_mlp(const ProblemOptions& o, const std::vector<torch::Tensor>& params,
+                               torch::Device device) {
+  auto generator = at::detail::getDefaultCPUGenerator();
+  const torch::Tensor state = generator.get_state();
+  torch::nn::Sequential m(torch::nn::Linear(o.inputs, o.hidden), torch::nn::Tanh(),
+                          torch::nn::Linear(o.hidden, o.hidden), torch::nn::Tanh(),
+                          torch::nn::Linear(o.hidden, o.outputs));
+  generator.set_state(state);
+  m->to(device);
+  torch::NoGradGuard no_grad;
+  auto mine = m->parameters();
+  for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(params[i]);
+  return m;
 }
 
 }  // namespace
@@ -45,13 +48,83 @@ Problem make_problem(const ProblemOptions& options, torch::Device device) {
   torch::NoGradGuard no_grad;
   Problem p;
   p.options = options;
-  const Params teacher = make_mlp(options, /*output_gain=*/1.0, device);
+  const auto teacher = draw_mlp(options, /*output_gain=*/1.0, device);
   p.x = torch::randn({options.batch, options.inputs}, torch::TensorOptions().device(device));
-  torch::Tensor y = forward(teacher, p.x, nullptr);
+  const auto student = draw_mlp(options, options.output_init, device);
+  torch::nn::Sequential t = make_mlp(options, teacher, device);
+  const torch::Tensor y = t->forward(p.x);
   p.y = (y * (options.target_std / y.std())).contiguous();
-  p.init = make_mlp(options, options.output_init, device);
+  p.student = make_mlp(options, student, device);
+  p.init = student;
   return p;
 }
+
+torch::nn::Sequential copy_of(const torch::nn::Sequential& model) {
+  return torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(model->clone()));
+}
+
+torch::Tensor forward_keeping(torch::nn::Sequential& model, const torch::Tensor& x,
+                              std::vector<torch::Tensor>* linear_outputs) {
+  torch::Tensor h = x;
+  for (auto& layer : *model) {
+    h = layer.forward(h);
+    if (layer.ptr()->as<torch::nn::Linear>()) {
+      h.retain_grad();
+      linear_outputs->push_back(h);
+    }
+  }
+  return h;
+}
+
+torch::Tensor grads_of(const std::vector<torch::Tensor>& linear_outputs, double scale) {
+  std::vector<torch::Tensor> flat;
+  for (const auto& a : linear_outputs) flat.push_back(a.grad().detach().to(torch::kDouble).flatten() / scale);
+  return torch::cat(flat).cpu();
+}
+
+torch::Tensor reference_grads(const Problem& problem, torch::nn::MSELoss loss) {
+  torch::nn::Sequential m = copy_of(problem.student);
+  m->to(torch::kDouble);
+  std::vector<torch::Tensor> outputs;
+  loss(forward_keeping(m, problem.x.to(torch::kDouble), &outputs), problem.y.to(torch::kDouble)).backward();
+  return grads_of(outputs);
+}
+
+double eval_loss(const torch::nn::Sequential& model, const Problem& problem) {
+  torch::NoGradGuard no_grad;
+  torch::nn::Sequential m = copy_of(model);
+  m->to(torch::kDouble);
+  return torch::mse_loss(m->forward(problem.x.to(torch::kDouble)), problem.y.to(torch::kDouble))
+      .item<double>();
+}
+
+bool grads_finite(const torch::nn::Sequential& model) {
+  for (const auto& p : model->parameters())
+    if (p.grad().defined() && !torch::isfinite(p.grad()).all().item<bool>()) return false;
+  return true;
+}
+
+double zeroed_share(const torch::Tensor& reference, const torch::Tensor& measured) {
+  const torch::Tensor nonzero = reference != 0;
+  const double n = nonzero.sum().item<double>();
+  return n > 0 ? (nonzero & (measured == 0)).sum().item<double>() / n : 0.0;
+}
+
+double cast_zeroed_share(const torch::Tensor& reference, torch::ScalarType dtype) {
+  return zeroed_share(reference, reference.to(dtype));
+}
+
+// ---- The parameters as plain tensors, for lab 14's FP8 linears -------------------------------------------
+
+namespace {
+
+torch::Tensor forward(const Params& p, const torch::Tensor& x) {
+  torch::Tensor h = torch::tanh(torch::linear(x, p[0], p[1]));
+  h = torch::tanh(torch::linear(h, p[2], p[3]));
+  return torch::linear(h, p[4], p[5]);
+}
+
+}  // namespace
 
 Params copy_params(const Params& params, torch::ScalarType dtype) {
   Params out;
@@ -59,113 +132,12 @@ Params copy_params(const Params& params, torch::ScalarType dtype) {
   return out;
 }
 
-torch::Tensor loss_of(const Params& params, const Problem& problem, std::vector<torch::Tensor>* activations) {
-  const auto dtype = params.front().scalar_type();
-  torch::Tensor out = forward(params, problem.x.to(dtype), activations);
-  return torch::mse_loss(out, problem.y.to(dtype)) * problem.options.loss_multiplier;
-}
-
 double eval_loss(const Params& params, const Problem& problem) {
   torch::NoGradGuard no_grad;
   Params p64;
   for (const auto& t : params) p64.push_back(t.detach().to(torch::kDouble));
-  torch::Tensor out = forward(p64, problem.x.to(torch::kDouble), nullptr);
+  torch::Tensor out = forward(p64, problem.x.to(torch::kDouble));
   return torch::mse_loss(out, problem.y.to(torch::kDouble)).item<double>();
 }
-
-namespace {
-
-// One forward/backward pass; `scale_loss` turns the loss into what backward() starts from.
-template <class ScaleFn>
-torch::Tensor activation_grads_impl(const Params& params, const Problem& problem,
-                                    std::optional<torch::ScalarType> autocast_dtype, ScaleFn scale_loss) {
-  Params p = copy_params(params, autocast_dtype ? torch::kFloat : torch::kDouble);
-  std::vector<torch::Tensor> acts;
-  torch::Tensor loss;
-  {
-    amp::Autocast ac(problem.x.device(), autocast_dtype.value_or(torch::kBFloat16),
-                     /*enabled=*/autocast_dtype.has_value());
-    loss = loss_of(p, problem, &acts);
-  }
-  const double scale = scale_loss(loss);
-  std::vector<torch::Tensor> flat;
-  for (const auto& a : acts) flat.push_back(a.grad().detach().to(torch::kDouble).flatten() / scale);
-  return torch::cat(flat).cpu();
-}
-
-}  // namespace
-
-torch::Tensor activation_grads(const Params& params, const Problem& problem,
-                               std::optional<torch::ScalarType> autocast_dtype, double scale) {
-  return activation_grads_impl(params, problem, autocast_dtype, [&](const torch::Tensor& loss) {
-    (loss * scale).backward();
-    return scale;
-  });
-}
-
-torch::Tensor activation_grads(const Params& params, const Problem& problem, torch::ScalarType autocast_dtype,
-                               amp::GradScaler& scaler) {
-  return activation_grads_impl(params, problem, autocast_dtype, [&](const torch::Tensor& loss) {
-    scaler.scale(loss).backward();
-    return scaler.get_scale();
-  });
-}
-
-double zeroed_share(const torch::Tensor& reference, const torch::Tensor& measured) {
-  torch::Tensor nonzero = reference != 0;
-  const double n = nonzero.sum().item<double>();
-  return n > 0 ? (nonzero & (measured == 0)).sum().item<double>() / n : 0.0;
-}
-
-double cast_zeroed_share(const torch::Tensor& reference, torch::ScalarType dtype, double scale) {
-  return zeroed_share(reference, (reference * scale).to(dtype));
-}
-
-int64_t TrainResult::skipped() const {
-  int64_t n = 0;
-  for (bool s : stepped) n += !s;
-  return n;
-}
-
-bool TrainResult::skipped_exactly_overflowed() const {
-  for (size_t i = 0; i < stepped.size(); ++i)
-    if (stepped[i] == overflowed[i]) return false;  // stepped despite an overflow, or skipped without one
-  return true;
-}
-
-TrainResult train(const Problem& problem, const TrainOptions& options) {
-  const torch::Device device = problem.x.device();
-  TrainResult r;
-  r.params = copy_params(problem.init);
-  torch::optim::Adam optimizer(r.params, torch::optim::AdamOptions(options.lr));
-  std::optional<amp::GradScaler> scaler;
-  if (options.scaler) scaler.emplace(device, *options.scaler);
-
-  for (int64_t step = 0; step < options.steps; ++step) {
-    optimizer.zero_grad();
-    torch::Tensor loss;
-    {
-      amp::Autocast ac(device, options.autocast.value_or(torch::kBFloat16), /*enabled=*/options.autocast.has_value());
-      loss = loss_of(r.params, problem);
-    }
-    r.scale.push_back(scaler ? scaler->get_scale() : 1.0);
-    (scaler ? scaler->scale(loss) : loss).backward();
-    // The independent overflow check: look at the (still scaled) gradients before the scaler does.
-    bool finite = true;
-    for (const auto& p : r.params) finite = finite && torch::isfinite(p.grad()).all().item<bool>();
-    r.overflowed.push_back(!finite);
-    if (scaler) {
-      r.stepped.push_back(scaler->step(optimizer));
-      scaler->update();
-    } else {
-      optimizer.step();
-      r.stepped.push_back(true);
-    }
-    r.loss.push_back(loss.item<double>() / problem.options.loss_multiplier);
-  }
-  r.final_loss = eval_loss(r.params, problem);
-  return r;
-}
-
 
 }  // namespace lab::underflow

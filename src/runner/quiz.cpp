@@ -20,7 +20,8 @@
 namespace runner {
 
 const std::vector<std::string> kTopLevelKeys = {"title", "intro", "tracks", "questions"};
-const std::vector<std::string> kQuestionKeys = {"id", "track", "lab", "prompt", "options", "answer", "explanation", "why_not", "hint"};
+const std::vector<std::string> kQuestionKeys = {"id",     "track",       "lab",     "prompt", "options",
+                                                "answer", "explanation", "why_not", "hint"};
 
 namespace {
 
@@ -60,7 +61,8 @@ YAML::Mark mark_at(const std::string& text, size_t offset) {
   m.pos = static_cast<int>(offset);
   m.line = static_cast<int>(std::count(text.begin(), text.begin() + offset, '\n'));
   const size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
-  m.column = static_cast<int>(line_start == std::string::npos || offset == 0 ? offset : offset - line_start - 1);
+  m.column =
+      static_cast<int>(line_start == std::string::npos || offset == 0 ? offset : offset - line_start - 1);
   return m;
 }
 
@@ -69,7 +71,8 @@ size_t control_at(const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7F) return i;
-    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F) return i;  // U+0080-U+009F
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) <= 0x9F)
+      return i;  // U+0080-U+009F
     if (c == 0xE2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
         static_cast<unsigned char>(s[i + 2]) >= 0xAA && static_cast<unsigned char>(s[i + 2]) <= 0xAE)
       return i;  // U+202A-U+202E
@@ -86,6 +89,25 @@ std::string char_at(const std::string& s, size_t i) {
   const unsigned char c = static_cast<unsigned char>(s[i]);
   if (c >= 0xC0) n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
   return lab::quote(s.substr(i, n));
+}
+
+// Blank in any script: only white space (ASCII, no-break, the typographic and ideographic spaces, line
+// and paragraph separators) and invisible characters (zero-width spaces and joiners, the byte-order mark).
+// A title of one no-break space shows as nothing.
+bool blank(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (i + n > s.size()) return false;
+    char32_t cp = n == 1 ? c : c & (0xFF >> (n + 1));
+    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    const bool space = cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+                       (cp >= 0x2000 && cp <= 0x200D) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+                       cp == 0x205F || cp == 0x2060 || cp == 0x3000 || cp == 0x180E || cp == 0xFEFF;
+    if (!space) return false;
+    i += n;
+  }
+  return true;
 }
 
 const char* kind(const YAML::Node& node) {
@@ -110,9 +132,11 @@ class DocumentStarts : public YAML::EventHandler {
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  }
   void OnMapEnd() override {}
 };
 
@@ -155,7 +179,7 @@ class Validator {
     if (!node.IsScalar()) fail(node.Mark(), field, std::string("must be a string, got ") + kind(node));
     closed_quote(node, field);
     std::string value = node.Scalar();
-    if (value.find_first_not_of(" \t\n") == std::string::npos) fail(node.Mark(), field, "must not be empty");
+    if (blank(value)) fail(node.Mark(), field, "must not be empty");
     if (const size_t bad = lab::invalid_utf8_at(value); bad != std::string::npos)
       fail(node.Mark(), field, fmt::format("is not UTF-8 (byte {} of the value)", bad + 1));
     if (const size_t c = control_at(value); c != std::string::npos)
@@ -174,9 +198,12 @@ class Validator {
     if (node.Mark().is_null() || at >= text_.size() || (text_[at] != '"' && text_[at] != '\'')) return;
     const char q = text_[at];
     for (size_t i = at + 1; i < text_.size(); ++i) {
-      if (q == '"' && text_[i] == '\\') ++i;                               // "\"" is an escaped quote
-      else if (q == '\'' && text_[i] == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'') ++i;  // '' in '...'
-      else if (text_[i] == q) return;
+      if (q == '"' && text_[i] == '\\')
+        ++i;  // "\"" is an escaped quote
+      else if (q == '\'' && text_[i] == '\'' && i + 1 < text_.size() && text_[i + 1] == '\'')
+        ++i;  // '' in '...'
+      else if (text_[i] == q)
+        return;
     }
     fail(node.Mark(), field, fmt::format("the quote {} opened here is never closed", q == '"' ? "\"" : "'"));
   }
@@ -203,7 +230,8 @@ std::vector<Track> load_tracks(const Validator& v, const YAML::Node& root) {
     if (!list[i].IsMap()) v.fail(list[i].Mark(), at, "must be a mapping with id and title");
     v.keys(list[i], {"id", "title"}, at);
     Track t{v.text(list[i], "id", at + ".id"), v.text(list[i], "title", at + ".title")};
-    if (t.id == kAllTracks) v.fail(list[i]["id"].Mark(), at + ".id", "'all' is reserved for every track together");
+    if (t.id == kAllTracks)
+      v.fail(list[i]["id"].Mark(), at + ".id", "'all' is reserved for every track together");
     for (const auto& other : tracks)
       if (other.id == t.id) v.fail(list[i]["id"].Mark(), at + ".id", "duplicate track " + lab::quote(t.id));
     tracks.push_back(std::move(t));
@@ -220,9 +248,12 @@ std::string read_quiz_file(const std::string& path) {
   struct stat st {};
   std::string text;
   std::string error;
-  if (::fstat(fd, &st) != 0) error = std::strerror(errno);
-  else if (S_ISDIR(st.st_mode)) error = "it is a directory, not a quiz file";
-  else if (!S_ISREG(st.st_mode)) error = "not a regular file (a FIFO, socket or device)";
+  if (::fstat(fd, &st) != 0)
+    error = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode))
+    error = "it is a directory, not a quiz file";
+  else if (!S_ISREG(st.st_mode))
+    error = "not a regular file (a FIFO, socket or device)";
   else if (static_cast<size_t>(st.st_size) > kMaxQuizBytes)
     error = fmt::format("{} bytes; a quiz file is at most {}", st.st_size, kMaxQuizBytes);
   char buffer[65536];
@@ -232,19 +263,244 @@ std::string read_quiz_file(const std::string& path) {
     if (n < 0) error = std::strerror(errno);
     if (n <= 0) break;
     text.append(buffer, static_cast<size_t>(n));
-    if (text.size() > kMaxQuizBytes) error = fmt::format("more than {} bytes; a quiz file is at most that", kMaxQuizBytes);
+    if (text.size() > kMaxQuizBytes)
+      error = fmt::format("more than {} bytes; a quiz file is at most that", kMaxQuizBytes);
   }
   ::close(fd);
   if (!error.empty()) throw QuizError(fmt::format("{}: cannot read the quiz file: {}", name, error));
   return text;
 }
 
+// Line ends: CR-LF is read as it is; a lone CR (old Mac files) becomes LF, so such a file is not read as
+// one long line. Byte offsets stay the same.
+void normalize_line_ends(std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) text[i] = '\n';
+}
+
+// Raw bytes first: yaml-cpp reads a NUL or invalid UTF-8 as something else and says so obscurely.
+void check_bytes(const Validator& v, const std::string& text) {
+  if (const size_t bad = lab::invalid_utf8_at(text); bad != std::string::npos)
+    v.fail(mark_at(text, bad), "encoding",
+           fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
+      v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
+  }
+}
+
+// A %YAML or %TAG directive must be followed by "---" (YAML 1.2, 9.2); yaml-cpp reads the document
+// without it.
+void check_directives(const Validator& v, const std::string& text) {
+  std::string directive;
+  size_t line_start = 0;
+  for (int line = 0; line_start < text.size(); ++line) {
+    const size_t end = std::min(text.find('\n', line_start), text.size());
+    std::string content = text.substr(line_start, end - line_start);
+    if (!content.empty() && content.back() == '\r') content.pop_back();
+    const size_t first = content.find_first_not_of(" \t");
+    if (first != std::string::npos && content[first] != '#') {
+      if (content[0] != '%') {
+        const bool dashes =
+            content.rfind("---", 0) == 0 && (content.size() == 3 || content[3] == ' ' || content[3] == '\t');
+        if (!directive.empty() && !dashes) {
+          YAML::Mark mark;
+          mark.line = line;
+          mark.column = 0;
+          v.fail(mark, "syntax",
+                 fmt::format("the directive {} must be followed by a line '---' before the document",
+                             lab::quote(directive)));
+        }
+        return;
+      }
+      if (directive.empty()) directive = content;
+    }
+    line_start = end + 1;
+  }
+}
+
+// A quiz file uses no YAML tags: an undeclared handle (!h!x) is an error in YAML that yaml-cpp lets
+// through, a tag that contradicts its node (!!map on a list) is ignored, and a custom one means nothing here.
+void check_no_tags(const Validator& v, const std::string& text, const YAML::Node& node,
+                   const std::string& field) {
+  const YAML::Mark mark = node.Mark();
+  const bool written =
+      !mark.is_null() && static_cast<size_t>(mark.pos) < text.size() && text[mark.pos] == '!';
+  if (written || (!node.Tag().empty() && node.Tag() != "?" && node.Tag() != "!")) {  // a null has ""
+    const std::string tag =
+        written ? text.substr(mark.pos, text.find_first_of(" \t\n", mark.pos) - mark.pos) : node.Tag();
+    v.fail(mark, field.empty() ? "top level" : field,
+           fmt::format("the tag {} is not allowed (a quiz file uses no YAML tags)", lab::quote(tag)));
+  }
+  if (node.IsSequence())
+    for (size_t i = 0; i < node.size(); ++i) check_no_tags(v, text, node[i], fmt::format("{}[{}]", field, i));
+  if (!node.IsMap()) return;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    check_no_tags(v, text, it->first, field);
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+    check_no_tags(v, text, it->second, field.empty() ? key : field + "." + key);
+  }
+}
+
+// One document. Not YAML::LoadAll: yaml-cpp 0.7 loops forever, allocating, on a document that starts
+// with ',' (its parser returns without consuming it), so the parser is asked for two documents at most,
+// and one that starts where the first did is that stuck ','.
+YAML::Node parse_one_document(const Validator& v, const std::string& text) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {
+    }
+    if (starts.marks.empty())
+      v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
+    if (starts.marks.size() > 1) {
+      const YAML::Mark second = starts.marks[1];
+      if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
+        v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
+      v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
+    }
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));
+  } catch (const YAML::Exception& e) {
+    v.fail(e.mark, "syntax", lab::safe_line(e.msg, 200));
+  }
+}
+
+// A question's track: the first track when it names none, else one of those declared.
+std::string read_track(const Validator& v, const YAML::Node& q, const std::string& at,
+                       const std::vector<Track>& tracks) {
+  if (!q["track"]) return tracks.front().id;
+  std::string track = v.text(q, "track", at + ".track");
+  const bool declared =
+      std::any_of(tracks.begin(), tracks.end(), [&](const Track& t) { return t.id == track; });
+  if (!declared)
+    v.fail(q["track"].Mark(), at + ".track",
+           "no track named " + lab::quote(track) + " in tracks: " + track_names(tracks));
+  return track;
+}
+
+std::vector<std::string> read_options(const Validator& v, const YAML::Node& q, const std::string& at) {
+  const YAML::Node options = v.required(q, "options", at + ".options");
+  if (!options.IsSequence() || options.size() != kOptions)
+    v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
+  std::vector<std::string> texts;
+  for (size_t k = 0; k < options.size(); ++k)
+    texts.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
+  return texts;
+}
+
+// One letter: exactly one correct option, and it must exist. Returns its index.
+int read_answer(const Validator& v, const YAML::Node& q, const std::string& at) {
+  const YAML::Node answer = v.required(q, "answer", at + ".answer");
+  const std::string letter = answer.IsScalar() ? answer.Scalar() : "";
+  if (letter.size() != 1 || letter[0] < 'a' || letter[0] >= 'a' + kOptions)
+    v.fail(answer.Mark(), at + ".answer",
+           fmt::format("must be exactly one letter from a to {}, got {}", char('a' + kOptions - 1),
+                       answer.IsScalar() ? lab::quote(letter) : std::string(kind(answer))));
+  return letter[0] - 'a';
+}
+
+// What a question's templates may name: the observations its lab provides.
+struct LabKeys {
+  std::string lab;
+  std::vector<std::string> provided;
+};
+
+// {key} is the lab's text for the observation, {key:value} its bare number and unit.
+void check_template(const Validator& v, const YAML::Node& node, const std::string& value,
+                    const std::string& field, const LabKeys& keys) {
+  if (const size_t stray = stray_brace(value); stray != std::string::npos)
+    v.fail(
+        node.Mark(), field,
+        fmt::format("{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
+                    lab::quote(value.substr(stray, 1)), stray + 1));
+  for (const auto& placeholder : placeholders(value)) {
+    const auto colon = placeholder.find(':');
+    const std::string key = placeholder.substr(0, colon);
+    if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
+      v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
+    if (std::find(keys.provided.begin(), keys.provided.end(), key) == keys.provided.end())
+      v.fail(
+          node.Mark(), field,
+          fmt::format("placeholder {{{}}} is not an observation lab {} provides", key, lab::quote(keys.lab)));
+  }
+}
+
+// why_not (optional): the letters of wrong options, each mapped to why that option is wrong.
+std::map<int, std::string> read_why_not(const Validator& v, const YAML::Node& q, const std::string& at,
+                                        int answer, const LabKeys& keys) {
+  std::map<int, std::string> why_not;
+  const YAML::Node node = q["why_not"];
+  if (!node) return why_not;
+  const std::string field = at + ".why_not";
+  if (!node.IsMap()) v.fail(node.Mark(), field, "must map wrong options' letters to why each is wrong");
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    const int index = key.size() == 1 ? key[0] - 'a' : -1;
+    if (index < 0 || index >= kOptions || index == answer)
+      v.fail(entry.first.Mark(), field,
+             fmt::format("{} is not the letter of a wrong option (the answer is {})", lab::quote(key),
+                         char('a' + answer)));
+    const std::string entry_field = field + "." + key;
+    if (why_not.count(index)) v.fail(entry.first.Mark(), entry_field, "given twice");
+    const std::string text = v.text(entry.second, entry_field);
+    check_template(v, entry.second, text, entry_field, keys);
+    why_not[index] = text;
+  }
+  return why_not;
+}
+
+// questions[i], its fields read and checked in the order their errors are reported; `ids` holds the ids
+// of the questions before it.
+Question read_question(const Validator& v, const YAML::Node& q, size_t i, const std::vector<Track>& tracks,
+                       const LabLookup& labs, std::set<std::string>& ids) {
+  const std::string at = fmt::format("questions[{}]", i);
+  if (!q.IsMap()) v.fail(q.Mark(), at, "must be a mapping");
+  v.keys(q, kQuestionKeys, at);
+  Question question;
+  question.number = static_cast<int>(i) + 1;
+  question.id = v.text(q, "id", at + ".id");
+  if (!ids.insert(question.id).second)
+    v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
+  question.track = read_track(v, q, at, tracks);
+  question.prompt = v.text(q, "prompt", at + ".prompt");
+  question.options = read_options(v, q, at);
+  question.answer = read_answer(v, q, at);
+  question.lab = v.text(q, "lab", at + ".lab");
+  const auto provided = labs(question.lab);
+  if (!provided)
+    v.fail(q["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
+  const LabKeys keys{question.lab, *provided};
+  question.explanation = v.text(q, "explanation", at + ".explanation");
+  question.hint = v.text(q, "hint", at + ".hint");
+  check_template(v, q["explanation"], question.explanation, at + ".explanation", keys);
+  check_template(v, q["hint"], question.hint, at + ".hint", keys);
+  question.why_not = read_why_not(v, q, at, question.answer, keys);
+  return question;
+}
+
+// Every declared track holds a question.
+void check_tracks_used(const Validator& v, const YAML::Node& root, const Quiz& quiz) {
+  for (size_t i = 0; i < quiz.tracks.size(); ++i) {
+    const auto& t = quiz.tracks[i];
+    if (std::none_of(quiz.questions.begin(), quiz.questions.end(),
+                     [&](const Question& q) { return q.track == t.id; }))
+      v.fail(root["tracks"][i].Mark(), fmt::format("tracks[{}]", i), "track '" + t.id + "' has no questions");
+  }
+}
+
 }  // namespace
 
 Quiz select_track(const Quiz& quiz, const std::string& track) {
   if (track == kAllTracks) return quiz;
-  const bool known = std::any_of(quiz.tracks.begin(), quiz.tracks.end(), [&](const Track& t) { return t.id == track; });
-  if (!known) throw QuizError(fmt::format("no track named {} (tracks: {}, {})", lab::quote(track), track_names(quiz.tracks), kAllTracks));
+  const bool known =
+      std::any_of(quiz.tracks.begin(), quiz.tracks.end(), [&](const Track& t) { return t.id == track; });
+  if (!known)
+    throw QuizError(fmt::format("no track named {} (tracks: {}, {})", lab::quote(track),
+                                track_names(quiz.tracks), kAllTracks));
   Quiz selected = quiz;
   selected.questions.clear();
   for (const auto& q : quiz.questions)
@@ -254,12 +510,14 @@ Quiz select_track(const Quiz& quiz, const std::string& track) {
 
 std::vector<std::string> placeholders(const std::string& text) {
   std::vector<std::string> names;
-  scan_template(text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
+  scan_template(
+      text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
   return names;
 }
 
 size_t stray_brace(const std::string& text) {
-  return scan_template(text, [](size_t, size_t) {}, [](const std::string&) {});
+  return scan_template(
+      text, [](size_t, size_t) {}, [](const std::string&) {});
 }
 
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {
@@ -274,45 +532,17 @@ std::string fill(const std::string& text, const std::map<std::string, std::strin
   return out;
 }
 
-Quiz load_quiz(const std::string& path, const LabLookup& labs) { return parse_quiz(read_quiz_file(path), path, labs); }
+Quiz load_quiz(const std::string& path, const LabLookup& labs) {
+  return parse_quiz(read_quiz_file(path), path, labs);
+}
 
 Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs) {
-  // Line ends: CR-LF is read as it is; a lone CR (old Mac files) becomes LF, so such a file is not read
-  // as one long line. Byte offsets stay the same.
-  for (size_t i = 0; i < text.size(); ++i)
-    if (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n')) text[i] = '\n';
+  normalize_line_ends(text);
   Validator v(name, text);
-  // Raw bytes first: yaml-cpp reads a NUL or invalid UTF-8 as something else and says so obscurely.
-  if (const size_t bad = lab::invalid_utf8_at(text); bad != std::string::npos)
-    v.fail(mark_at(text, bad), "encoding", fmt::format("byte {} is not UTF-8", lab::quote(text.substr(bad, 1))));
-  for (size_t i = 0; i < text.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F)
-      v.fail(mark_at(text, i), "encoding", "the control character " + char_at(text, i) + " is not allowed");
-  }
-
-  // One document. Not YAML::LoadAll: yaml-cpp 0.7 loops forever, allocating, on a document that starts
-  // with ',' (its parser returns without consuming it), so the parser is asked for two documents at
-  // most, and one that starts where the first did is that stuck ','.
-  YAML::Node root;
-  try {
-    std::istringstream in(text);
-    YAML::Parser parser(in);
-    DocumentStarts starts;
-    for (int k = 0; k < 2 && parser.HandleNextDocument(starts); ++k) {}
-    if (starts.marks.empty()) v.fail(YAML::Mark(), "top level", "the file is empty (expected title and questions)");
-    if (starts.marks.size() > 1) {
-      const YAML::Mark second = starts.marks[1];
-      if (second.pos == starts.marks[0].pos && static_cast<size_t>(second.pos) < text.size())
-        v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
-      v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
-    }
-    root = YAML::Load(text);
-  } catch (const YAML::DeepRecursion& e) {
-    v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));
-  } catch (const YAML::Exception& e) {
-    v.fail(e.mark, "syntax", lab::safe_line(e.msg, 200));
-  }
+  check_bytes(v, text);
+  check_directives(v, text);
+  const YAML::Node root = parse_one_document(v, text);
+  check_no_tags(v, text, root, "");
   if (!root.IsMap()) v.fail(root.Mark(), "top level", "must be a mapping with title and questions");
   v.keys(root, kTopLevelKeys, "");
 
@@ -321,89 +551,12 @@ Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs
   if (root["intro"]) quiz.intro = v.text(root, "intro", "intro");
   quiz.tracks = load_tracks(v, root);
   YAML::Node questions = v.required(root, "questions", "questions");
-  if (!questions.IsSequence() || questions.size() == 0) v.fail(questions.Mark(), "questions", "must be a non-empty list");
-
+  if (!questions.IsSequence() || questions.size() == 0)
+    v.fail(questions.Mark(), "questions", "must be a non-empty list");
   std::set<std::string> ids;
-  for (size_t i = 0; i < questions.size(); ++i) {
-    const YAML::Node q = questions[i];
-    const std::string at = fmt::format("questions[{}]", i);
-    if (!q.IsMap()) v.fail(q.Mark(), at, "must be a mapping");
-    v.keys(q, kQuestionKeys, at);
-    Question question;
-    question.number = static_cast<int>(i) + 1;
-    question.id = v.text(q, "id", at + ".id");
-    if (!ids.insert(question.id).second) v.fail(q["id"].Mark(), at + ".id", "duplicate id " + lab::quote(question.id));
-    question.track = quiz.tracks.front().id;
-    if (q["track"]) {
-      question.track = v.text(q, "track", at + ".track");
-      const bool declared = std::any_of(quiz.tracks.begin(), quiz.tracks.end(),
-                                        [&](const Track& t) { return t.id == question.track; });
-      if (!declared) v.fail(q["track"].Mark(), at + ".track", "no track named " + lab::quote(question.track) + " in tracks: " + track_names(quiz.tracks));
-    }
-    question.prompt = v.text(q, "prompt", at + ".prompt");
-
-    const YAML::Node options = v.required(q, "options", at + ".options");
-    if (!options.IsSequence() || options.size() != kOptions)
-      v.fail(options.Mark(), at + ".options", fmt::format("must list exactly {} options", kOptions));
-    for (size_t k = 0; k < options.size(); ++k) question.options.push_back(v.text(options[k], fmt::format("{}.options[{}]", at, k)));
-
-    // One letter: exactly one correct option, and it must exist.
-    const YAML::Node answer = v.required(q, "answer", at + ".answer");
-    const std::string letter = answer.IsScalar() ? answer.Scalar() : "";
-    if (letter.size() != 1 || letter[0] < 'a' || letter[0] >= 'a' + kOptions)
-      v.fail(answer.Mark(), at + ".answer",
-             fmt::format("must be exactly one letter from a to {}, got {}", char('a' + kOptions - 1),
-                         answer.IsScalar() ? lab::quote(letter) : std::string(kind(answer))));
-    question.answer = letter[0] - 'a';
-
-    question.lab = v.text(q, "lab", at + ".lab");
-    const auto provided = labs(question.lab);
-    if (!provided) v.fail(q["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(question.lab) + " (see: amp-lab list)");
-
-    // {key} is the lab's text for the observation, {key:value} its bare number and unit.
-    auto check_template = [&](const YAML::Node& node, const std::string& value, const std::string& field) {
-      if (const size_t stray = stray_brace(value); stray != std::string::npos)
-        v.fail(node.Mark(), field,
-               fmt::format("{} at character {} is not part of a {{placeholder}} (a name of letters, digits and _)",
-                           lab::quote(value.substr(stray, 1)), stray + 1));
-      for (const auto& placeholder : placeholders(value)) {
-        const auto colon = placeholder.find(':');
-        const std::string key = placeholder.substr(0, colon);
-        if (colon != std::string::npos && placeholder.substr(colon + 1) != "value")
-          v.fail(node.Mark(), field, fmt::format("placeholder {{{}}}: the only format is ':value'", placeholder));
-        if (std::find(provided->begin(), provided->end(), key) == provided->end())
-          v.fail(node.Mark(), field,
-                 fmt::format("placeholder {{{}}} is not an observation lab {} provides", key, lab::quote(question.lab)));
-      }
-    };
-    question.explanation = v.text(q, "explanation", at + ".explanation");
-    question.hint = v.text(q, "hint", at + ".hint");
-    check_template(q["explanation"], question.explanation, at + ".explanation");
-    check_template(q["hint"], question.hint, at + ".hint");
-    if (const YAML::Node why_not = q["why_not"]) {
-      const std::string field = at + ".why_not";
-      if (!why_not.IsMap()) v.fail(why_not.Mark(), field, "must map wrong options' letters to why each is wrong");
-      for (const auto& entry : why_not) {
-        const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
-        const int index = key.size() == 1 ? key[0] - 'a' : -1;
-        if (index < 0 || index >= kOptions || index == question.answer)
-          v.fail(entry.first.Mark(), field,
-                 fmt::format("{} is not the letter of a wrong option (the answer is {})", lab::quote(key),
-                             char('a' + question.answer)));
-        const std::string entry_field = field + "." + key;
-        if (question.why_not.count(index)) v.fail(entry.first.Mark(), entry_field, "given twice");
-        const std::string text = v.text(entry.second, entry_field);
-        check_template(entry.second, text, entry_field);
-        question.why_not[index] = text;
-      }
-    }
-    quiz.questions.push_back(std::move(question));
-  }
-  for (size_t i = 0; i < quiz.tracks.size(); ++i) {
-    const auto& t = quiz.tracks[i];
-    if (std::none_of(quiz.questions.begin(), quiz.questions.end(), [&](const Question& q) { return q.track == t.id; }))
-      v.fail(root["tracks"][i].Mark(), fmt::format("tracks[{}]", i), "track '" + t.id + "' has no questions");
-  }
+  for (size_t i = 0; i < questions.size(); ++i)
+    quiz.questions.push_back(read_question(v, questions[i], i, quiz.tracks, labs, ids));
+  check_tracks_used(v, root, quiz);
   return quiz;
 }
 

@@ -33,9 +33,9 @@ struct Question {
   std::string lab;
   std::string prompt;
   std::vector<std::string> options;
-  int answer = 0;  // index into options
-  std::string explanation;                     // why the answer is right
-  std::map<int, std::string> why_not;          // option index -> why that wrong option is wrong
+  int answer = 0;                      // index into options
+  std::string explanation;             // why the answer is right
+  std::map<int, std::string> why_not;  // option index -> why that wrong option is wrong
   std::string hint;
 };
 
@@ -52,17 +52,19 @@ using LabLookup = std::function<std::optional<std::vector<std::string>>(const st
 // The keys a quiz file may hold; any other key is refused (a misspelt key would otherwise be ignored).
 // A new key is one more name here and its reading in load_quiz.
 extern const std::vector<std::string> kTopLevelKeys;  // title, intro, tracks, questions
-extern const std::vector<std::string> kQuestionKeys;  // id, track, lab, prompt, options, answer, explanation, why_not, hint
+extern const std::vector<std::string>
+    kQuestionKeys;  // id, track, lab, prompt, options, answer, explanation, why_not, hint
 
-// The largest quiz file read (the project's is about 15 KB).
+// The largest quiz file read (the project's is about 32 KB).
 constexpr size_t kMaxQuizBytes = 1 << 20;
 
 // Loads and validates: a regular file (a directory or FIFO is refused without blocking) of at most
-// kMaxQuizBytes, UTF-8 without control characters, one YAML document, no duplicate or unknown keys, no
-// unterminated quote; required fields, none blank; 4 options with exactly one correct (a letter in range),
-// the lab exists, unique ids, every {placeholder} in explanation, why_not and hint is an observation the
-// lab provides, tracks with unique ids and titles, and every question's track declared. why_not
-// (optional) maps the letters of wrong options to why each is wrong.
+// kMaxQuizBytes, UTF-8 without control characters, one YAML document (a %YAML or %TAG directive only with
+// its '---'), no YAML tag, no duplicate or unknown keys, no unterminated quote; required fields, none
+// blank (white space and zero-width characters of any script count as blank); 4 options with exactly one
+// correct (a letter in range), the lab exists, unique ids, every {placeholder} in explanation, why_not
+// and hint is an observation the lab provides, tracks with unique ids and titles, and every question's
+// track declared. why_not (optional) maps the letters of wrong options to why each is wrong.
 // {key} stands for the observation as the lab prints it, {key:value} for its bare number and unit.
 // Every error is one line: "file:line:column: field: what", with input quoted by lab::quote().
 Quiz load_quiz(const std::string& path, const LabLookup& labs);

@@ -305,7 +305,10 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
       ++wrong;
       out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
     }
-    if (a.report) out << "\n" << a.report->render_text({.color = options.color, .part = lab::Part::Verdict});
+    if (a.report) {
+      out << a.report->render_text({.color = options.color, .part = lab::Part::Details});
+      out << "\n" << a.report->render_text({.color = options.color, .part = lab::Part::Verdict});
+    }
     print_explanation(a, out, style);
     if (options.pause && i + 1 < walked.size() && !pause(in, out, style, &stop_reason)) break;
   }

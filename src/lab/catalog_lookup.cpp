@@ -1,0 +1,99 @@
+// Names derived from a lab's declaration, and finding a lab by any of them.
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "lab/catalog.h"
+#include "lab/report.h"
+
+namespace lab {
+namespace {
+
+std::string underscored(std::string s) {
+  std::replace(s.begin(), s.end(), '-', '_');
+  return s;
+}
+
+std::string lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Levenshtein distance, for names of a few dozen characters.
+size_t distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string LabDecl::stem() const {
+  return fmt::format("{:02d}_{}", number, underscored(id));
+}
+std::string LabDecl::source() const {
+  return "labs/" + stem() + ".cpp";
+}
+std::string LabDecl::executable() const {
+  return "lab" + stem();
+}
+
+const LabDecl* find_decl(std::string_view name) {
+  const std::string wanted = lowered(name);
+  for (const auto& d : catalog()) {
+    if (wanted == d.id || wanted == underscored(d.id) || wanted == d.stem() || wanted == d.executable() ||
+        wanted == std::to_string(d.number) || wanted == fmt::format("{:02d}", d.number))
+      return &d;
+  }
+  return nullptr;
+}
+
+const LabDecl* closest_decl(std::string_view name) {
+  const std::string wanted = lowered(name);
+  const LabDecl* best = nullptr;
+  size_t best_distance = 0;
+  for (const auto& d : catalog()) {
+    for (const std::string& candidate : {d.id, d.stem()}) {
+      const size_t dist = distance(wanted, candidate);
+      if (!best || dist < best_distance) {
+        best = &d;
+        best_distance = dist;
+      }
+    }
+  }
+  // Close: at most a third of the name's letters wrong (a typo or two, not another word).
+  return best && best_distance * 3 <= std::max<size_t>(wanted.size(), 3) ? best : nullptr;
+}
+
+std::vector<std::string> declaration_mismatches(const LabDecl& decl, const Report& report) {
+  std::vector<std::string> problems;
+  for (const auto& key : decl.observations)
+    if (!report.find(key)) problems.push_back("declared observation '" + key + "' was not reported");
+  if (decl.checks.empty()) return problems;  // a lab not yet given check keys: its observations only
+  for (const auto& o : report.observations())
+    if (std::find(decl.observations.begin(), decl.observations.end(), o.key) == decl.observations.end())
+      problems.push_back("observation '" + o.key + "' is not declared");
+  std::vector<std::string> reported;
+  for (const auto& c : report.checks()) reported.push_back(c.key);
+  if (reported != decl.checks) {
+    std::string got, want;
+    for (const auto& k : reported)
+      got += (got.empty() ? "" : ", ") + (k.empty() ? std::string("(no key)") : k);
+    for (const auto& k : decl.checks) want += (want.empty() ? "" : ", ") + k;
+    problems.push_back("checks reported [" + got + "], declared [" + want + "]");
+  }
+  return problems;
+}
+
+}  // namespace lab

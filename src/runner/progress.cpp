@@ -1,0 +1,432 @@
+#include "runner/progress.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "lab/text.h"
+
+namespace runner {
+namespace {
+
+constexpr size_t kMaxProgressBytes = 4 << 20;  // thousands of walks' worth; more is not ours
+constexpr auto kLockWait = std::chrono::seconds(5);
+
+const char* outcome_name(Outcome o) {
+  return o == Outcome::Right ? "right" : o == Outcome::Wrong ? "wrong" : "skipped";
+}
+
+std::optional<Outcome> outcome_of(const std::string& name) {
+  if (name == "right") return Outcome::Right;
+  if (name == "wrong") return Outcome::Wrong;
+  if (name == "skipped") return Outcome::Skipped;
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const Progress& p) {
+  nlohmann::json j = p.other.is_object() ? p.other : nlohmann::json::object();
+  j["version"] = kProgressVersion;
+  j["quiz"] = nlohmann::json::object();
+  for (const auto& [track, questions] : p.quiz) {
+    nlohmann::json& qs = j["quiz"][track]["questions"] = nlohmann::json::object();
+    for (const auto& [number, r] : questions) {
+      nlohmann::json rec = {{"id", r.id},
+                            {"outcome", outcome_name(r.outcome)},
+                            {"hints", r.hints},
+                            {"attempts", r.attempts},
+                            {"at", r.at}};
+      if (r.answer) rec["answer"] = std::string(1, r.answer);
+      qs[std::to_string(number)] = std::move(rec);
+    }
+  }
+  j["exercises"] = p.exercises;
+  return j;
+}
+
+bool is_count(const nlohmann::json& j, int least) {
+  return j.is_number_integer() && j.get<long long>() >= least && j.get<long long>() <= 1'000'000;
+}
+
+// One question's record, or why it is not one.
+std::optional<QuestionRecord> record_of(const nlohmann::json& j, std::string* why) {
+  const auto text = [&](const char* key) { return j.contains(key) && j[key].is_string(); };
+  if (!j.is_object() || !text("id") || !text("outcome") || !text("at") || !j.contains("hints") ||
+      !is_count(j["hints"], 0) || (j.contains("attempts") && !is_count(j["attempts"], 1))) {
+    *why = "a question's record lacks id, outcome, hints or at";
+    return std::nullopt;
+  }
+  QuestionRecord r;
+  const auto outcome = outcome_of(j["outcome"].get<std::string>());
+  const std::string answer =
+      j.contains("answer") && j["answer"].is_string() ? j["answer"].get<std::string>() : "";
+  if (!outcome || (j.contains("answer") && (answer.size() != 1 || answer[0] < 'a' || answer[0] > 'z'))) {
+    *why = "a question's outcome or answer is not one amp-lab writes";
+    return std::nullopt;
+  }
+  r.id = j["id"].get<std::string>();
+  r.outcome = *outcome;
+  r.answer = answer.empty() ? 0 : answer[0];
+  r.hints = j["hints"].get<int>();
+  r.attempts = j.contains("attempts") ? j["attempts"].get<int>() : 1;
+  r.at = j["at"].get<std::string>();
+  return r;
+}
+
+// A positive question number written as JSON keys are: "12".
+std::optional<int> number_of(const std::string& key) {
+  if (key.empty() || key.size() > 6 || key[0] == '0') return std::nullopt;
+  for (const char c : key)
+    if (c < '0' || c > '9') return std::nullopt;
+  return std::stoi(key);
+}
+
+// The progress in `j`, or why it is not amp-lab's progress (another schema or version).
+std::optional<Progress> from_json(const nlohmann::json& j, std::string* why) {
+  if (!j.is_object() || !j.contains("version") || !j.contains("quiz")) {
+    *why = "no version and quiz";
+    return std::nullopt;
+  }
+  if (!j["version"].is_number_integer() || j["version"].get<long long>() != kProgressVersion) {
+    *why = fmt::format("version {}, not {}", lab::quote(j["version"].dump(), 20), kProgressVersion);
+    return std::nullopt;
+  }
+  if (!j["quiz"].is_object() || (j.contains("exercises") && !j["exercises"].is_object())) {
+    *why = "quiz or exercises is not an object";
+    return std::nullopt;
+  }
+  Progress p;
+  for (const auto& [track, entry] : j["quiz"].items()) {
+    if (!entry.is_object() || !entry.contains("questions") || !entry["questions"].is_object()) {
+      *why = "track " + lab::quote(track, 30) + " has no questions object";
+      return std::nullopt;
+    }
+    for (const auto& [key, rec] : entry["questions"].items()) {
+      const auto number = number_of(key);
+      auto record = record_of(rec, why);
+      if (!number || !record) {
+        if (!number) *why = "a question number " + lab::quote(key, 20) + " is not a positive integer";
+        return std::nullopt;
+      }
+      p.quiz[track][*number] = std::move(*record);
+    }
+  }
+  if (j.contains("exercises")) p.exercises = j["exercises"];
+  for (const auto& [key, value] : j.items())
+    if (key != "version" && key != "quiz" && key != "exercises") p.other[key] = value;
+  return p;
+}
+
+std::string describe_errno(int err) {
+  return std::strerror(err);
+}
+
+// The whole of `fd`, at most kMaxProgressBytes; nullopt with `why` on an error or a larger file.
+std::optional<std::string> read_all(int fd, std::string* why) {
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = "unreadable: " + describe_errno(errno);
+      return std::nullopt;
+    }
+    if (n == 0) return text;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxProgressBytes) {
+      *why = fmt::format("larger than {} bytes", kMaxProgressBytes);
+      return std::nullopt;
+    }
+  }
+}
+
+bool write_all(int fd, const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// An exclusive flock on `path`, waiting at most kLockWait; -1 with errno set when not had.
+int lock(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return -1;
+  const auto deadline = std::chrono::steady_clock::now() + kLockWait;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if ((errno != EWOULDBLOCK && errno != EINTR) || std::chrono::steady_clock::now() > deadline) {
+      const int err = errno == EWOULDBLOCK ? ETIMEDOUT : errno;
+      ::close(fd);
+      errno = err;
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return fd;
+}
+
+class Lock {
+ public:
+  explicit Lock(const std::filesystem::path& path) : fd_(lock(path)), error_(fd_ < 0 ? errno : 0) {}
+  ~Lock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the flock
+  }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+  bool held() const { return fd_ >= 0; }
+  int error() const { return error_; }
+
+ private:
+  int fd_;
+  int error_;
+};
+
+// `text` as `file`, atomically: a temporary file beside it, fsync, rename, then fsync of the folder so the
+// rename itself survives a crash. Returns an error message, empty on success.
+std::string write_atomically(const std::filesystem::path& file, const std::string& text) {
+  std::string temp = (file.parent_path() / ("." + file.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0)
+    return "cannot create a file in " + lab::escape(file.parent_path().string()) + ": " +
+           describe_errno(errno);
+  std::string error;
+  if (!write_all(fd, text))
+    error = "writing failed: " + describe_errno(errno);
+  else if (::fsync(fd) != 0)
+    error = "fsync failed: " + describe_errno(errno);
+  if (::close(fd) != 0 && error.empty()) error = "writing failed: " + describe_errno(errno);
+  if (error.empty() && ::rename(temp.c_str(), file.c_str()) != 0)
+    error = "rename failed: " + describe_errno(errno);
+  if (!error.empty()) {
+    ::unlink(temp.c_str());
+    return error;
+  }
+  if (const int dir = ::open(file.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+  return "";
+}
+
+std::string display(const std::filesystem::path& path) {
+  return lab::escape(path.string());
+}
+
+}  // namespace
+
+std::string timestamp(std::time_t when) {
+  std::tm utc{};
+  ::gmtime_r(&when, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buffer;
+}
+
+std::optional<std::filesystem::path> default_state_dir(std::string* why) {
+  // The XDG base directory specification ignores a relative XDG_STATE_HOME.
+  if (const char* state = std::getenv("XDG_STATE_HOME"); state && state[0] == '/')
+    return std::filesystem::path(state) / "amp-lab";
+  std::string home;
+  if (const char* h = std::getenv("HOME"); h && h[0] == '/')
+    home = h;
+  else if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/')
+    home = pw->pw_dir;
+  if (home.empty()) {
+    if (why) *why = "neither XDG_STATE_HOME nor HOME names a folder";
+    return std::nullopt;
+  }
+  return std::filesystem::path(home) / ".local" / "state" / "amp-lab";
+}
+
+ProgressStore::ProgressStore(std::filesystem::path dir, Warn warn)
+    : dir_(std::move(dir)), file_(dir_ / "progress.json"), warn_(std::move(warn)) {
+  if (!warn_)
+    warn_ = [](const std::string& m) { std::cerr << "amp-lab: warning: " << lab::safe_line(m) << "\n"; };
+}
+
+void ProgressStore::warn(const std::string& message) {
+  warn_(message);
+}
+
+void ProgressStore::warn_once(const std::string& message) {
+  if (!save_failed_) warn(message);
+  save_failed_ = true;
+}
+
+bool ProgressStore::set_aside(const std::string& reason) {
+  const std::string stamp = timestamp();
+  for (int k = 1; k < 100; ++k) {
+    const std::filesystem::path aside =
+        file_.string() + ".set-aside-" + stamp + (k > 1 ? "-" + std::to_string(k) : "");
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(aside, ec))) continue;
+    if (::rename(file_.c_str(), aside.c_str()) == 0) {
+      warn(fmt::format("{} is not amp-lab's progress ({}); set aside as {}, starting afresh", display(file_),
+                       reason, display(aside.filename())));
+      return true;
+    }
+    warn(fmt::format(
+        "{} is not amp-lab's progress ({}) and cannot be set aside ({}); progress will not be saved",
+        display(file_), reason, describe_errno(errno)));
+    break;
+  }
+  read_only_ = true;
+  return false;
+}
+
+// The saved progress; nullopt when the file exists but can be neither read nor set aside. With
+// `may_set_aside` the lock is held, and a file that is not amp-lab's progress is set aside.
+std::optional<Progress> ProgressStore::read_locked(bool may_set_aside) {
+  struct stat st {};
+  if (::lstat(file_.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Progress{};
+    warn(fmt::format("cannot look at {}: {}; progress will not be saved", display(file_),
+                     describe_errno(errno)));
+    read_only_ = true;
+    return std::nullopt;
+  }
+  std::string why;
+  std::optional<std::string> text;
+  if (S_ISLNK(st.st_mode))
+    why = "a symbolic link, not a file";
+  else if (S_ISDIR(st.st_mode))
+    why = "a directory, not a file";
+  else if (!S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (const int fd = ::open(file_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); fd < 0)
+    why = "unreadable: " + describe_errno(errno);
+  else {
+    text = read_all(fd, &why);
+    ::close(fd);
+  }
+  if (text) {
+    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded())
+      why = "not JSON";
+    else if (auto p = from_json(j, &why))
+      return p;
+  }
+  if (!may_set_aside) {
+    warn(fmt::format("{} is not amp-lab's progress ({}); left as it is, its lock not taken", display(file_),
+                     why));
+    return std::nullopt;
+  }
+  if (set_aside(why)) return Progress{};
+  return std::nullopt;
+}
+
+Progress ProgressStore::load() {
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(file_, ec))) return {};
+  const Lock held(dir_ / "progress.json.lock");
+  if (!held.held())  // another amp-lab may be writing: read what is there, change nothing
+    warn(fmt::format("cannot lock {}: {}; reading the progress without it",
+                     display(dir_ / "progress.json.lock"), describe_errno(held.error())));
+  return read_locked(held.held()).value_or(Progress{});
+}
+
+bool ProgressStore::save_locked(const std::function<void(Progress&)>& change) {
+  if (read_only_) return false;  // a file that could be neither read nor set aside: said once, kept
+  std::error_code ec;
+  const bool made = std::filesystem::create_directories(dir_, ec);
+  if (ec) {
+    warn_once(fmt::format("cannot save progress: cannot make {}: {}", display(dir_), ec.message()));
+    return false;
+  }
+  // The learner's own record (XDG asks 0700 of the state folder); a folder already there keeps its mode.
+  if (made) ::chmod(dir_.c_str(), 0700);
+  const Lock held(dir_ / "progress.json.lock");
+  if (!held.held()) {
+    warn_once(fmt::format("cannot save progress: cannot lock {}: {}", display(dir_ / "progress.json.lock"),
+                          describe_errno(held.error())));
+    return false;
+  }
+  std::optional<Progress> progress = read_locked(/*may_set_aside=*/true);
+  if (!progress) return false;  // read_locked said why, and that nothing will be saved
+  change(*progress);
+  const std::string error = write_atomically(file_, to_json(*progress).dump(2) + "\n");
+  if (!error.empty()) {
+    warn_once(fmt::format("cannot save progress to {}: {}", display(file_), error));
+    return false;
+  }
+  return true;
+}
+
+bool ProgressStore::update(const std::function<void(Progress&)>& change) {
+  return save_locked(change);
+}
+
+bool ProgressStore::record(const std::string& track, int number, QuestionRecord record) {
+  if (record.at.empty()) record.at = timestamp();
+  return save_locked([&](Progress& p) {
+    auto& questions = p.quiz[track];
+    const auto before = questions.find(number);
+    if (before != questions.end() && before->second.id == record.id)
+      record.attempts = before->second.attempts + 1;
+    else
+      record.attempts = 1;
+    questions[number] = record;
+  });
+}
+
+bool ProgressStore::record(const Question& q, Outcome outcome, char answer, int hints) {
+  return record(q.track, q.number,
+                QuestionRecord{q.id, outcome, outcome == Outcome::Skipped ? '\0' : answer, hints, 1, ""});
+}
+
+bool ProgressStore::reset(const std::string& track) {
+  return save_locked([&](Progress& p) {
+    if (track.empty())
+      p.quiz.clear();
+    else
+      p.quiz.erase(track);
+  });
+}
+
+const QuestionRecord* find_record(const Progress& progress, const Question& q) {
+  const auto track = progress.quiz.find(q.track);
+  if (track == progress.quiz.end()) return nullptr;
+  const auto r = track->second.find(q.number);
+  return r == track->second.end() || r->second.id != q.id ? nullptr : &r->second;
+}
+
+std::vector<int> resume_questions(const Progress& progress, const Quiz& quiz) {
+  std::vector<int> numbers;
+  for (const auto& q : quiz.questions)
+    if (!find_record(progress, q)) numbers.push_back(q.number);
+  return numbers;
+}
+
+std::vector<int> retry_questions(const Progress& progress, const Quiz& quiz) {
+  std::vector<int> numbers;
+  for (const auto& q : quiz.questions)
+    if (const QuestionRecord* r = find_record(progress, q); r && r->outcome != Outcome::Right)
+      numbers.push_back(q.number);
+  return numbers;
+}
+
+std::string only_command(const Quiz& full, const std::string& track, const std::vector<int>& numbers) {
+  if (numbers.empty()) return "";
+  std::string list;
+  for (const int n : numbers) list += (list.empty() ? "" : ",") + std::to_string(n);
+  const bool default_track = !full.tracks.empty() && track == full.tracks.front().id;
+  return "amp-lab quiz" + (default_track || track.empty() ? std::string() : " --track " + track) +
+         " --only " + list;
+}
+
+}  // namespace runner

@@ -1,0 +1,200 @@
+// Every lab, held to its declaration (labs/catalog.cpp) through its real executable and --json.
+// ctest runs each test case once per lab (tests/CMakeLists.txt sets AMP_LAB_TEST_LAB), so a new lab is
+// covered by declaring it: no new test file. Needs no LibTorch: it reads what the labs print.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "amp_lab_paths.h"
+#include "lab/catalog.h"
+#include "lab/report.h"
+#include "runner/quiz.h"
+#include "support/answer_leak.h"
+#include "support/process.h"
+
+namespace {
+
+using test_support::ProcessResult;
+using test_support::run_process;
+
+const lab::LabDecl& lab_under_test() {
+  const char* name = std::getenv("AMP_LAB_TEST_LAB");
+  REQUIRE_MESSAGE(name != nullptr, "set AMP_LAB_TEST_LAB to a lab's id or number (ctest does)");
+  const lab::LabDecl* decl = lab::find_decl(name);
+  REQUIRE_MESSAGE(decl != nullptr, "no lab named " << name << " in labs/catalog.cpp");
+  return *decl;
+}
+
+struct Run {
+  ProcessResult process;
+  std::string args;
+  lab::Report report{"", ""};
+};
+
+// The lab's executable with --json and `args`; a run that printed no report fails the test.
+Run run_json(const lab::LabDecl& decl, std::vector<std::string> args) {
+  std::vector<std::string> argv{AMP_LAB_BINARY_DIR "/bin/" + decl.executable(), "--json"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Run run;
+  for (const auto& a : args) run.args += " " + a;
+  run.process = run_process(argv, /*timeout_s=*/300);
+  INFO(decl.executable() << run.args << " exited " << run.process.code << "; stderr: " << run.process.err);
+  REQUIRE_FALSE(run.process.timed_out);
+  REQUIRE((run.process.code == 0 || run.process.code == 1));  // 0 every check held, 1 one did not
+  run.report = lab::Report::from_json(nlohmann::json::parse(run.process.out));
+  return run;
+}
+
+std::string failed_checks(const lab::Report& r) {
+  std::string out;
+  for (const auto& c : r.checks())
+    if (!c.passed)
+      out += fmt::format("\n  {} ({}): {}", c.key.empty() ? "(no key)" : c.key, c.claim, c.evidence);
+  return out;
+}
+
+runner::Quiz project_quiz() {
+  return runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml",
+                           [](const std::string& id) -> std::optional<std::vector<std::string>> {
+                             const lab::LabDecl* d = lab::find_decl(id);
+                             if (!d || d->id != id) return std::nullopt;
+                             return d->observations;
+                           });
+}
+
+const runner::Question* question_of(const runner::Quiz& quiz, const lab::LabDecl& decl) {
+  for (const auto& q : quiz.questions)
+    if (q.number == decl.number) return &q;
+  return nullptr;
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("its declaration agrees with its file name and quiz.yaml and the report it prints") {
+  const lab::LabDecl& decl = lab_under_test();
+  const std::filesystem::path source = std::filesystem::path(AMP_LAB_SOURCE_DIR) / decl.source();
+  CHECK_MESSAGE(std::filesystem::is_regular_file(source), decl.source() << " does not exist");
+  CHECK(
+      std::filesystem::is_regular_file(std::filesystem::path(AMP_LAB_BINARY_DIR "/bin") / decl.executable()));
+
+  const runner::Quiz quiz = project_quiz();  // also checks every placeholder is a declared observation
+  const runner::Question* q = question_of(quiz, decl);
+  REQUIRE_MESSAGE(q != nullptr, "quiz.yaml has no question " << decl.number);
+  CHECK(q->lab == decl.id);
+  CHECK(q->track == decl.track);
+
+  // The header comment, before the first #include, says what --flip removes and which checks then fail.
+  const std::string text = slurp(source);
+  const std::string header = text.substr(0, text.find("#include"));
+  CHECK(header.find("--flip") != std::string::npos);
+  for (const auto& key : decl.flip_fails) {
+    CAPTURE(key);
+    CHECK(header.find(key) != std::string::npos);
+  }
+
+  const Run run = run_json(decl, {"--quick"});
+  CHECK(run.report.id() == decl.id);
+  CHECK(run.report.title() == decl.title);
+}
+
+TEST_CASE("it reports every declared observation and check in default and quick mode") {
+  const lab::LabDecl& decl = lab_under_test();
+  for (const bool quick : {false, true}) {
+    const Run run = run_json(decl, quick ? std::vector<std::string>{"--quick"} : std::vector<std::string>{});
+    CAPTURE(run.args);
+    for (const auto& problem : lab::declaration_mismatches(decl, run.report)) FAIL_CHECK(problem);
+    if (!decl.checks.empty()) CHECK(run.report.checks().size() == decl.checks.size());
+  }
+}
+
+TEST_CASE("every check holds for seeds 0 to 9") {
+  const lab::LabDecl& decl = lab_under_test();
+  for (int seed = 0; seed <= 9; ++seed) {
+    std::vector<std::string> args{"--seed", std::to_string(seed)};
+    if (decl.seeds_in_quick_mode) args.push_back("--quick");
+    const Run run = run_json(decl, args);
+    CAPTURE(run.args);
+    CHECK_MESSAGE(run.report.passed(), "failed:" << failed_checks(run.report));
+  }
+}
+
+TEST_CASE("--flip fails the checks its header names and only those") {
+  const lab::LabDecl& decl = lab_under_test();
+  for (const bool quick : {true, false}) {
+    if (!quick && decl.seeds_in_quick_mode) continue;
+    std::vector<std::string> args{"--flip"};
+    if (quick) args.push_back("--quick");
+    const Run run = run_json(decl, args);
+    CAPTURE(run.args);
+    CHECK(run.process.code == 1);
+    if (decl.flip_fails.empty()) {  // a lab not yet given check keys: at least one check fails
+      CHECK_FALSE(run.report.passed());
+      continue;
+    }
+    for (const auto& c : run.report.checks()) {
+      const bool should_fail =
+          std::find(decl.flip_fails.begin(), decl.flip_fails.end(), c.key) != decl.flip_fails.end();
+      CAPTURE(c.key);
+      CAPTURE(c.evidence);
+      CHECK(c.passed == !should_fail);
+    }
+  }
+}
+
+TEST_CASE("what the quiz shows before the question does not give the answer away") {
+  const lab::LabDecl& decl = lab_under_test();
+  const runner::Quiz quiz = project_quiz();
+  const runner::Question* q = question_of(quiz, decl);
+  REQUIRE(q != nullptr);
+  const std::string letter(1, static_cast<char>('a' + q->answer));
+  const ProcessResult walk =
+      run_process({AMP_LAB_BINARY_DIR "/bin/amp-lab", "quiz", "--track", "all", "--only",
+                   std::to_string(decl.number), "--answers", letter, "--no-color"},
+                  /*timeout_s=*/300);
+  REQUIRE_FALSE(walk.timed_out);
+  const size_t prompt_at = walk.out.find(fmt::format("\nQ{}. ", q->number));
+  REQUIRE_MESSAGE(prompt_at != std::string::npos, "no prompt in the walk's output: " << walk.out << walk.err);
+  // From the lab's banner to the prompt: everything the learner sees of this question before answering.
+  const size_t banner = walk.out.find("━━");
+  const std::string shown = walk.out.substr(banner == std::string::npos ? 0 : banner, prompt_at - banner);
+  const auto score = test_support::leak_score(shown, q->prompt, q->options, q->answer);
+  std::string found;
+  for (const auto& w : score.found) found += " " + w;
+  std::string distinctive;
+  for (const auto& w : score.distinctive) distinctive += " " + w;
+  INFO("correct option: " << q->options[static_cast<size_t>(q->answer)]);
+  INFO("its distinctive words:" << distinctive << "; shown before the question:" << found);
+  INFO("longest run of its words shown: " << (score.run.empty() ? "(none of 4 or more)" : score.run));
+  CHECK_FALSE(score.gives_away());
+}
+
+TEST_CASE("on a CUDA device every check holds in fp16 and bf16") {
+  const lab::LabDecl& decl = lab_under_test();
+  const ProcessResult probe =
+      run_process({AMP_LAB_BINARY_DIR "/bin/" + decl.executable(), "--json", "--quick", "--device", "cuda"},
+                  /*timeout_s=*/300);
+  if (probe.code == 2 && probe.err.find("no CUDA device") != std::string::npos) {
+    MESSAGE("SKIPPED: no CUDA device here (" << probe.err.substr(0, probe.err.find('\n')) << ")");
+    return;
+  }
+  for (const char* dtype : {"fp16", "bf16"}) {
+    const Run run = run_json(decl, {"--device", "cuda", "--dtype", dtype});
+    CAPTURE(run.args);
+    CHECK_MESSAGE(run.report.passed(), "failed:" << failed_checks(run.report));
+  }
+}
