@@ -317,6 +317,8 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch
   const auto& cfg = (*doc)["config"];
 
   torch::nn::Linear model0(4, 3), model1(4, 3);
+  model0->to(kDevice);
+  model1->to(kDevice);
   const auto params0 = model0->parameters(), params1 = model1->parameters();
   std::vector<torch::Tensor> all = params0;
   all.insert(all.end(), params1.begin(), params1.end());
@@ -325,10 +327,10 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch
   const auto x = to_tensor((*doc)["x"]), y0 = to_tensor((*doc)["y0"]), y1 = to_tensor((*doc)["y1"]);
   const auto sgd = torch::optim::SGDOptions(cfg["lr"].get<double>()).momentum(cfg["momentum"].get<double>());
   torch::optim::SGD opt0(params0, sgd), opt1(params1, sgd);
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>(),
-                                       .growth_factor = cfg["growth_factor"].get<double>(),
-                                       .backoff_factor = cfg["backoff_factor"].get<double>(),
-                                       .growth_interval = cfg["growth_interval"].get<int64_t>()});
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
+                                   .growth_factor = cfg["growth_factor"].get<double>(),
+                                   .backoff_factor = cfg["backoff_factor"].get<double>(),
+                                   .growth_interval = cfg["growth_interval"].get<int64_t>()});
   auto steps_of = [](const nlohmann::json& list) {
     std::set<int> s;
     for (const auto& v : list) s.insert(v.get<int>());
