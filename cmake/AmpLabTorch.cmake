@@ -16,10 +16,13 @@
 #           next to Torch (pip's nvidia/*/lib ships only libnvrtc.so.<major>; a LibTorch archive has
 #           lib/libnvrtc-<hash>.so.<major>);
 #         - the CUDA math-library headers (cublas_v2.h ...), needed by ATen/cuda/CUDAContext.h, from pip's
-#           nvidia/*/include when the toolkit has none (a toolkit without the math libraries).
+#           nvidia/*/include when the toolkit has none (a toolkit without the math libraries);
+#         - nccl.h, which c10d's NCCL backend needs (src/amp/distributed.cpp, lab 13): the toolkit's or
+#           LibTorch's, else pip's nvidia/nccl/include (or another nvidia/*/include that has it), else the
+#           system's; without one amp-lab builds without NCCL.
 #       With a CPU-only LibTorch it only says so. Sets AMP_LAB_TORCH_CUDA (ON/OFF) in the caller's scope.
-#   amp_lab_use_torch_cuda_headers()  after find_package(Torch): adds the math headers found above, after
-#       the toolkit's own headers, to CUDA::cudart (which every CUDA LibTorch target links).
+#   amp_lab_use_torch_cuda_headers()  after find_package(Torch): adds the math and NCCL headers found above,
+#       after the toolkit's own headers, to CUDA::cudart (which every CUDA LibTorch target links).
 #   amp_lab_torch_cxx_standard(<var>)  after find_package(Torch): the C++ standard the found LibTorch's
 #       headers require (17, 20, ...), read from Torch: its targets' INTERFACE_COMPILE_FEATURES if it
 #       declares one, else the `__cplusplus < ...` check at the top of its ATen/ATen.h (2.13: C++17,
@@ -218,10 +221,10 @@ function(_amp_lab_prepare_torch_impl out_cuda out_math)
   endif()
 
   # --- the math-library headers
+  set(math)  # folders to add after the toolkit's headers (amp_lab_use_torch_cuda_headers)
   if(EXISTS "${root}/include/cublas_v2.h" OR EXISTS "${root}/../../math_libs/include/cublas_v2.h")
     set(math_text "the toolkit's")
   else()
-    set(math)
     file(GLOB candidates LIST_DIRECTORIES true "${site}/nvidia/*/include")
     foreach(dir IN LISTS candidates)
       foreach(h cublas_v2.h cublasLt.h cusparse.h cusolverDn.h)
@@ -233,14 +236,36 @@ function(_amp_lab_prepare_torch_impl out_cuda out_math)
     endforeach()
     if(math)
       string(REPLACE ";" ", " math_text "${math}")
-      set(${out_math} "${math}" PARENT_SCOPE)
     else()
       set(math_text "none (ATen/cuda/CUDAContext.h would not compile; amp-lab does not include it)")
     endif()
   endif()
 
+  # --- nccl.h (c10d's NCCL backend): Torch's config adds no NCCL include folder. pip's, beside the libnccl
+  # the wheel's torch links, comes before a system one (which the compiler would find by itself).
+  file(GLOB nccl "${site}/nvidia/nccl/include/nccl.h" "${site}/nvidia/*/include/nccl.h")
+  if(EXISTS "${root}/include/nccl.h")
+    set(nccl_text "the toolkit's")
+  elseif(EXISTS "${torch_prefix}/include/nccl.h")
+    set(nccl_text "LibTorch's")
+  elseif(nccl)
+    list(GET nccl 0 nccl)
+    get_filename_component(nccl "${nccl}" DIRECTORY)
+    list(APPEND math "${nccl}")
+    set(nccl_text "${nccl}")
+  elseif(EXISTS "/usr/include/nccl.h")
+    set(nccl_text "/usr/include's")
+  else()
+    set(nccl_text "none (amp-lab builds without c10d's NCCL backend; lab 13 uses Gloo)")
+  endif()
+  if(math)
+    list(REMOVE_DUPLICATES math)
+    set(${out_math} "${math}" PARENT_SCOPE)
+  endif()
+
   message(STATUS "amp-lab: CUDA LibTorch${version}: toolkit${toolkit_version} at ${root} (${root_from}), "
-                 "TORCH_CUDA_ARCH_LIST ${arch_text} (${arch_from}), nvrtc ${nvrtc_text}, math headers ${math_text}")
+                 "TORCH_CUDA_ARCH_LIST ${arch_text} (${arch_from}), nvrtc ${nvrtc_text}, math headers ${math_text}, "
+                 "nccl.h ${nccl_text}")
 endfunction()
 
 function(amp_lab_use_torch_cuda_headers)

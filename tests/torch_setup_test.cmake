@@ -2,11 +2,12 @@
 # a fake LibTorch prefix (CPU-only or CUDA) inside a fake site-packages with pip's nvidia/ folders, a fake CUDA
 # toolkit, a fake nvidia-smi and a fake nvcc wrapper. ctest runs this script (cmake -P) once per STEP:
 #   cpu        a CPU-only LibTorch: one line says so, nothing CUDA is set
-#   cuda_path  $CUDA_PATH's toolkit, the visible GPUs' capabilities (deduplicated), nvrtc and math headers
-#              from site-packages/nvidia (not its builtins or alt libraries), CMAKE_CUDA_COMPILER the
+#   cuda_path  $CUDA_PATH's toolkit, the visible GPUs' capabilities (deduplicated), nvrtc, math headers and
+#              nccl.h from site-packages/nvidia (not its builtins or alt libraries), CMAKE_CUDA_COMPILER the
 #              toolkit's nvcc; a second configure says the same line
-#   defaults   $CUDA_HOME's toolkit; nvidia-smi failing: TORCH_CUDA_ARCH_LIST 9.0; the toolkit's own nvrtc and
-#              math headers; TORCH_CUDA_ARCH_LIST from the environment or -D is kept and said to be
+#   defaults   $CUDA_HOME's toolkit; nvidia-smi failing: TORCH_CUDA_ARCH_LIST 9.0; the toolkit's own nvrtc,
+#              math headers and nccl.h (before pip's); TORCH_CUDA_ARCH_LIST from the environment or -D is
+#              kept and said to be
 #   bad_root   $CUDA_PATH naming no toolkit: configuring fails with one line naming it
 #   nvcc       a wrapper script nvcc on PATH leads to the toolkit nvcc reports, not to the wrapper's folder
 #   cxx_std    the C++ standard from ATen/ATen.h's check (C++17, C++20), else from the version
@@ -43,16 +44,16 @@ function(fake_torch cuda)
   if(cuda)
     touch(${torch}/lib/libtorch_cuda.so ${site}/nvidia/cu13/lib/libnvrtc.so.13 ${site}/nvidia/cu13/include/cublas_v2.h
           ${site}/nvidia/cu13/lib/libnvrtc-builtins.so.13.0 ${site}/nvidia/cu13/lib/libnvrtc.alt.so.13
-          ${site}/nvidia/cudnn/include/cudnn.h)
+          ${site}/nvidia/cudnn/include/cudnn.h ${site}/nvidia/nccl/include/nccl.h)
   endif()
 endfunction()
 
-function(fake_toolkit)  # fake_toolkit([WITH_LIBS]): nvcc and the runtime headers; WITH_LIBS adds nvrtc and cuBLAS
+function(fake_toolkit)  # fake_toolkit([WITH_LIBS]): nvcc and the runtime headers; WITH_LIBS adds nvrtc, cuBLAS, NCCL
   touch(${tk}/include/cuda_runtime_api.h)
   file(WRITE ${tk}/include/cuda.h "#define CUDA_VERSION 12080\n")
   script(${tk}/bin/nvcc "exit 0")
   if(ARGN)
-    touch(${tk}/lib64/libnvrtc.so ${tk}/include/cublas_v2.h)
+    touch(${tk}/lib64/libnvrtc.so ${tk}/include/cublas_v2.h ${tk}/include/nccl.h)
   endif()
 endfunction()
 
@@ -116,8 +117,8 @@ elseif(STEP STREQUAL "cuda_path")
   script(${fakebin}/nvidia-smi "echo 8.6; echo 8.6; echo 9.0")
   configure(b CUDA_PATH=${tk})
   expect_ok()
-  expect("${line}" "amp-lab: CUDA LibTorch 9.9.0: toolkit 12.8 at ${tk} ($CUDA_PATH), TORCH_CUDA_ARCH_LIST 8.6 9.0 (the visible GPUs), nvrtc ${site}/nvidia/cu13/lib/libnvrtc.so.13, math headers ${site}/nvidia/cu13/include" "the line")
-  expect("${result}" "cuda=ON root=${tk} nvcc=${tk}/bin/nvcc arch=8.6;9.0 nvrtc=${site}/nvidia/cu13/lib/libnvrtc.so.13 math=${site}/nvidia/cu13/include" "what was set")
+  expect("${line}" "amp-lab: CUDA LibTorch 9.9.0: toolkit 12.8 at ${tk} ($CUDA_PATH), TORCH_CUDA_ARCH_LIST 8.6 9.0 (the visible GPUs), nvrtc ${site}/nvidia/cu13/lib/libnvrtc.so.13, math headers ${site}/nvidia/cu13/include, nccl.h ${site}/nvidia/nccl/include" "the line")
+  expect("${result}" "cuda=ON root=${tk} nvcc=${tk}/bin/nvcc arch=8.6;9.0 nvrtc=${site}/nvidia/cu13/lib/libnvrtc.so.13 math=${site}/nvidia/cu13/include;${site}/nvidia/nccl/include" "what was set")
   set(first "${line}")
   configure(b CUDA_PATH=${tk})  # again, in the same build folder: the cache holds what was found
   expect_ok()
@@ -131,7 +132,7 @@ elseif(STEP STREQUAL "defaults")
   script(${fakebin}/nvidia-smi "echo 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver'; exit 9")
   configure(b CUDA_HOME=${tk})
   expect_ok()
-  expect("${line}" "toolkit 12.8 at ${tk} ($CUDA_HOME), TORCH_CUDA_ARCH_LIST 9.0 (no GPU visible: the default, an H200's), nvrtc the toolkit's, math headers the toolkit's" "the line")
+  expect("${line}" "toolkit 12.8 at ${tk} ($CUDA_HOME), TORCH_CUDA_ARCH_LIST 9.0 (no GPU visible: the default, an H200's), nvrtc the toolkit's, math headers the toolkit's, nccl.h the toolkit's" "the line")
   expect("${result}" "arch=9.0 nvrtc= math=" "Torch's own lookup left to find nvrtc")
   configure(env CUDA_HOME=${tk} TORCH_CUDA_ARCH_LIST=7.5)
   expect_ok()
