@@ -235,7 +235,8 @@ double gap(double a, double b) {
   return std::abs(a / b - 1.0);
 }
 
-void report(const Result& m, lab::Report& r) {
+// What the learner sees before answering: the runs, their losses and the fp16 scale.
+void report_runs(const Result& m, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
   if (m.ctx.flip) r.note("FLIP: the resumed runs load model and optimizer, but start with a fresh scaler");
@@ -255,12 +256,11 @@ void report(const Result& m, lab::Report& r) {
            fmt::format("{} of {}", m.steps - run.skipped, m.steps),
            run.resumed_equal ? "bitwise" : fmt::format("no, max diff {}", lab::sci(run.resumed_diff))});
   }
-  const double fp16_like_for_like = gap(fp16.final_loss, m.fp32_same_skips);
   r.observe("initial_loss", "initial loss (fp64)", m.initial_loss, "", lab::sci(m.initial_loss));
   r.observe("final_loss_fp32", "final loss fp32 (fp64 eval)", fp32.final_loss, "", lab::sci(fp32.final_loss));
   r.observe("loss_spread", "largest gap of a 16-bit run's final loss to fp32's", worst * 100, "%");
-  r.observe("fp16_gap_same_skips", "fp16 against fp32 skipping the same steps", fp16_like_for_like * 100,
-            "%");
+  r.observe("fp16_gap_same_skips", "fp16 against fp32 skipping the same steps",
+            gap(fp16.final_loss, m.fp32_same_skips) * 100, "%");
   r.observe("skipped_steps_fp16", "fp16 steps skipped (inf/NaN gradients)", fp16.skipped);
   r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
             fmt::format("{} of {}", identical, m.runs.size()));
@@ -269,7 +269,10 @@ void report(const Result& m, lab::Report& r) {
   r.chart(
       lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every),
                      sampled, /*log2_scale=*/true));
+}
 
+// After the answer: the Python names beside the C++ ones (they are option b's), the scaler's state.
+void report_api(const Result& m, lab::Report& r) {
   r.detail_section("The step in Python and in C++");
   r.table("", {"Python (torch.amp)", "C++ (amp-lab)"})
       .row({"torch.amp.autocast(\"cuda\", dtype=...)", "amp::Autocast ac(torch::kCUDA, dtype)"})
@@ -279,7 +282,7 @@ void report(const Result& m, lab::Report& r) {
       .row({"scaler.step(opt); scaler.update()", "scaler.step(opt); scaler.update()"})
       .row({"torch.save({model, optimizer, scaler})", "amp::save_checkpoint(path, m, opt, s)"});
   r.observe("scale_at_checkpoint", "fp16 scale saved in the checkpoint", m.scale_at_checkpoint);
-  r.observe("final_scale_fp16", "fp16 final scale", fp16.final_scale);
+  r.observe("final_scale_fp16", "fp16 final scale", m.runs.back().final_scale);
   const bool refused = m.second_unscale_error.find("already been called") != std::string::npos;
   r.observe("second_unscale_refused", "a second unscale_ before update() raises, as Python's does (1 = yes)",
             refused);
@@ -288,10 +291,22 @@ void report(const Result& m, lab::Report& r) {
       "torch.cuda.amp.autocast(...) and torch.cuda.amp.GradScaler() are the old, CUDA-only names: they "
       "print a FutureWarning since PyTorch 2.4 and point to torch.amp.autocast(\"cuda\") and "
       "torch.amp.GradScaler(\"cuda\")");
+}
 
+void report_checks(const Result& m, lab::Report& r) {
+  const RunResult& fp32 = m.runs.front();
+  const RunResult& fp16 = m.runs.back();
   bool trained = true;
-  for (const RunResult& run : m.runs) trained = trained && run.final_loss < kTrained * m.initial_loss;
+  int identical = 0;
+  std::string per_run;
+  for (const RunResult& run : m.runs) {
+    trained = trained && run.final_loss < kTrained * m.initial_loss;
+    identical += run.resumed_equal;
+    per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name,
+                           run.resumed_equal ? "equal" : "differs");
+  }
   const double bf16_gap = m.runs.size() == 3 ? gap(m.runs[1].final_loss, fp32.final_loss) : 0.0;
+  const double fp16_like_for_like = gap(fp16.final_loss, m.fp32_same_skips);
   r.check("every-precision-trains",
           fmt::format("every precision trains: final loss below {}x the initial", kTrained),
           trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),
@@ -306,15 +321,16 @@ void report(const Result& m, lab::Report& r) {
               "bf16 {} of fp32; fp16 {} of an fp32 run that skipped the same {} steps (of plain fp32: {})",
               lab::percent(bf16_gap, 2), lab::percent(fp16_like_for_like, 2), fp16.skipped,
               lab::percent(gap(fp16.final_loss, fp32.final_loss), 2)));
-  std::string per_run;
-  for (const RunResult& run : m.runs)
-    per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name,
-                           run.resumed_equal ? "equal" : "differs");
   r.check("resume-bitwise",
           "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in "
-          "every "
-          "precision",
+          "every precision",
           identical == static_cast<int>(m.runs.size()), per_run);
+}
+
+void report(const Result& m, lab::Report& r) {
+  report_runs(m, r);
+  report_api(m, r);
+  report_checks(m, r);
 }
 
 }  // namespace

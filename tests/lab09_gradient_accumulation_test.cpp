@@ -15,7 +15,7 @@ lab::Report run_quick(bool flip) {
 }  // namespace
 
 TEST_CASE(
-    "update() after every micro-batch: refused alone; with a step, four steps and the same miss in fp32 "
+    "update() after every micro-batch: refused alone, with a step, four steps and the same miss in fp32 "
     "and fp16 while the scale stays put") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(check_keyed(r, "update-each-not-the-scale").passed);
@@ -31,7 +31,7 @@ TEST_CASE(
   CHECK(r.value("each_unscale_size") < 0.01);
 }
 
-TEST_CASE("the recipe's scale moves between batches only; flipped, it moves inside them too") {
+TEST_CASE("the recipe's scale moves between batches only, flipped it moves inside them too") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("scale_changes_mid_batch") == 0);
   CHECK(r.value("scale_changes_at_boundaries") >= 1);

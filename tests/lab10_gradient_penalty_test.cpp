@@ -15,7 +15,7 @@ lab::Report run_quick(bool flip) {
 }  // namespace
 
 TEST_CASE(
-    "the returned gradients carry the scale; update() neither runs without an inf check nor touches them") {
+    "the returned gradients carry the scale, update() neither runs without an inf check nor touches them") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("penalty_ratio_scaled_grads") == doctest::Approx(r.value("init_scale")).epsilon(0.01));
   CHECK(r.value("penalty_ratio") == doctest::Approx(1.0).epsilon(0.01));

@@ -23,7 +23,7 @@ TEST_CASE("one update: the inf skips optimizer 0 once and halves the scale once"
 }
 
 TEST_CASE(
-    "update after each step is accepted and silently mis-unscales optimizer 1; a scaler each mixes scales") {
+    "update after each step is accepted and silently mis-unscales optimizer 1, a scaler each mixes scales") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("two_updates_raised") == 0);
   CHECK(r.value("two_updates_factor_inf") == 2.0);                  // 1 / backoff_factor, exactly

@@ -85,6 +85,12 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     auto args = options.parse(argc, argv);
     if (flag(args, "help")) {
       std::cout << options.help() << "\nExit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.\n";
+      try {
+        flush_stdout();  // help to a full disk is a failed write, not a silent success
+      } catch (const OutputError& e) {
+        std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+        return kExitLabError;
+      }
       return kExitPass;
     }
     if (!args.unmatched().empty()) throw UsageError("unexpected argument " + quote(args.unmatched().front()));

@@ -145,9 +145,11 @@ class Validator {
   Validator(std::string name, const std::string& text) : name_(lab::escape(name)), text_(text) {}
 
   [[noreturn]] void fail(const YAML::Mark& mark, const std::string& field, const std::string& what) const {
-    // yaml-cpp marks are 0-based; editors count from 1.
-    if (mark.is_null()) throw QuizError(fmt::format("{}: {}: {}", name_, field, what));
-    throw QuizError(fmt::format("{}:{}:{}: {}: {}", name_, mark.line + 1, mark.column + 1, field, what));
+    // yaml-cpp marks are 0-based; editors count from 1. A field path is built from the file's own keys,
+    // which may hold any character, so it is escaped here like the file name (one line, no control bytes).
+    const std::string at = lab::escape(field);
+    if (mark.is_null()) throw QuizError(fmt::format("{}: {}: {}", name_, at, what));
+    throw QuizError(fmt::format("{}:{}:{}: {}: {}", name_, mark.line + 1, mark.column + 1, at, what));
   }
 
   // Keys: each once, each one of `known`. yaml-cpp keeps every pair of a mapping in order, so a key given

@@ -55,7 +55,7 @@ extern const std::vector<std::string> kTopLevelKeys;  // title, intro, tracks, q
 extern const std::vector<std::string>
     kQuestionKeys;  // id, track, lab, prompt, options, answer, explanation, why_not, hint
 
-// The largest quiz file read (the project's is about 32 KB).
+// The largest quiz file read (the project's is about 41 KB).
 constexpr size_t kMaxQuizBytes = 1 << 20;
 
 // Loads and validates: a regular file (a directory or FIFO is refused without blocking) of at most

@@ -1,6 +1,7 @@
-// The quiz walk: for each question, run its lab and show what it measured (under a neutral heading),
-// ask, then show the lab's checks and explain with the numbers just measured; then the score and a
-// summary table.
+// The quiz walk: for each question, run its lab (its own executable) and show what it measured under a
+// neutral heading, ask; after the answer say whether it was right, give the correct option and why, the
+// learner's own option first among the wrong ones, then the lab's details and checks; at the end the score,
+// a summary that shows no answer of a question not answered, and the command that retries the missed ones.
 #pragma once
 
 #include <iosfwd>
@@ -8,30 +9,37 @@
 #include <string>
 #include <vector>
 
-#include "lab/context.h"
+#include "lab/cli_args.h"
+#include "runner/json_file.h"
+#include "runner/progress.h"
 #include "runner/quiz.h"
 
 namespace runner {
 
 struct WalkOptions {
-  lab::Context ctx;
-  std::string device_notice;           // what --device auto decided, printed in the header
+  lab::ContextArgs context;            // --device, --dtype, --seed, --quick, --flip as given (checked)
+  std::vector<std::string> lab_flags;  // the same flags, passed on to every lab's executable
   std::string track;                   // the track walked ("core", "recipes", "all"), printed in the header
   std::vector<int> only;               // question numbers to ask; empty: all
   std::optional<std::string> answers;  // scripted answers, one letter per question (s skips)
   bool reveal = false;                 // no questions: show the answer key with explanations
   bool pause = false;                  // after each explanation wait for Enter (a person at a terminal)
   std::optional<std::string> json_path;
+  std::vector<Input> inputs;           // files the walk reads (the quiz): --json may not name one
   bool color = false;
+  bool live = false;                   // standard output is a terminal: live "running lab ..." lines
+  std::string command = "amp-lab quiz";  // how to run this walk again, for the retry line ("... --only 2,4")
+  size_t width = 80;                   // columns to lay everything out in (lab::terminal_width())
+  size_t rows = 40;                    // the screen's rows (a terminal's, else $LINES, else 40)
+  ProgressStore* progress = nullptr;   // where each answer is saved as the walk goes; nullptr: not saved
+  bool glosses = true;                 // a one-line gloss under a lab's measured part for terms first seen
 };
 
-// Returns the exit code: 0 when every lab that ran passed its checks (and none failed to run), 128+N when
-// signal N stopped it (after the summary). The --json file is opened before the first lab runs (an
-// unwritable path is a UsageError up front); a failed write to it or to `out` is a lab::OutputError.
+// Returns the exit code: 0 when every lab that ran passed its checks, 1 when a check failed, 3 when a lab
+// failed to run (crashed, not built, no report), 128+N when signal N stopped the walk (after the summary).
+// A lab that is bad usage for the flags given (exit 2, e.g. --device cuda without a GPU) ends the walk with
+// lab::UsageError. The --json file is prepared before the first lab runs (an unwritable path is a
+// UsageError up front); a failed write to it or to `out` is a lab::OutputError.
 int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::ostream& out);
-
-// Installs handlers for SIGINT, SIGTERM and SIGHUP (no SA_RESTART, so a blocked read returns): the first
-// signal ends the walk after the running lab, with its summary; the third ends the process at once.
-void install_interrupt_handler();
 
 }  // namespace runner

@@ -1,0 +1,25 @@
+// The amp-lab commands (main.cpp dispatches): each returns the exit code or throws lab::UsageError,
+// runner::QuizError or lab::OutputError, which main() prints as one line.
+#pragma once
+
+#include <string>
+
+#include "runner/quiz.h"
+
+namespace runner {
+
+// $AMP_LAB_QUIZ; else the installed quiz beside an installed runner (P/bin/amp-lab reads
+// P/share/amp-lab/quiz.yaml, wherever it is run from); else the quiz.yaml of the clone it was built in.
+std::string default_quiz_path();
+// The quiz file, its labs checked against labs/catalog.cpp.
+Quiz load(const std::string& path);
+// How the learner runs amp-lab ($AMP_LAB_COMMAND, set by scripts/amp-lab; else "amp-lab"), for the
+// commands the runner suggests.
+std::string command_name();
+
+int cmd_quiz(int argc, const char* const* argv);
+// `amp-lab plan COMMAND ARGS...`: the executables that command will run, in order, one a line (for
+// scripts/amp-lab's build ahead); nothing when the arguments are bad (the command itself says why).
+int cmd_plan(int argc, const char* const* argv);
+
+}  // namespace runner

@@ -1,0 +1,101 @@
+#include "runner/json_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "lab/cli_args.h"
+#include "lab/text.h"
+#include "runner/interrupt.h"
+
+namespace runner {
+namespace {
+
+bool same_file(const struct stat& a, const std::string& other) {
+  struct stat b {};
+  return ::stat(other.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+[[noreturn]] void refuse(const std::string& path, const char* why) {
+  throw lab::UsageError(fmt::format("--json: cannot write {}: {}", lab::quote(path), why));
+}
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string name_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+}  // namespace
+
+JsonFile::JsonFile(const std::string& path, const std::vector<Input>& inputs) : path_(path), target_(path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    for (const auto& [input, what] : inputs)
+      if (same_file(st, input))
+        throw lab::UsageError(fmt::format("--json: {} is {}, which this walk reads; write the JSON elsewhere",
+                                          lab::quote(path), what));
+    if (S_ISDIR(st.st_mode)) refuse(path, "it is a directory");
+    if (!S_ISREG(st.st_mode)) {  // /dev/stdout, /dev/null, a FIFO: written in place (nothing to rename)
+      // O_NONBLOCK: a FIFO without a reader is refused instead of waiting forever.
+      fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd_ < 0) refuse(path, std::strerror(errno));
+      ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+      return;
+    }
+    char real[PATH_MAX];
+    if (::realpath(path.c_str(), real)) target_ = real;  // a symlink's target is replaced, not the link
+  }
+  temp_ = folder_of(target_) + "/." + name_of(target_) + ".XXXXXX";
+  fd_ = ::mkstemp(temp_.data());
+  if (fd_ < 0) {
+    const int e = errno;
+    temp_.clear();
+    refuse(path, std::strerror(e));
+  }
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);  // as a file made by open() would be, not mkstemp's 0600
+  set_remove_on_abort(temp_.c_str());
+}
+
+JsonFile::~JsonFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!temp_.empty()) {
+    set_remove_on_abort(nullptr);
+    ::unlink(temp_.c_str());
+  }
+}
+
+void JsonFile::commit(const std::string& text) {
+  auto fail = [&](int e) {
+    throw lab::OutputError(fmt::format("--json: writing {} failed: {}", lab::quote(path_), std::strerror(e)));
+  };
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail(n < 0 ? errno : ENOSPC);
+    done += static_cast<size_t>(n);
+  }
+  if (!temp_.empty() && ::fsync(fd_) != 0) fail(errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail(errno);
+  if (temp_.empty()) return;
+  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail(errno);
+  set_remove_on_abort(nullptr);
+  temp_.clear();
+}
+
+}  // namespace runner

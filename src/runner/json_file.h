@@ -1,0 +1,35 @@
+// The walk's --json file. Checked and prepared before the first lab runs (an unwritable path, or one that
+// is a file the walk reads, is refused up front); written at the end into a temporary file beside it, then
+// renamed over it, so the file is always one complete run's output, even with two walks writing it at once.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace runner {
+
+// A file the walk reads, and what it is ("the quiz file"), for the refusal's message.
+using Input = std::pair<std::string, std::string>;
+
+class JsonFile {
+ public:
+  // lab::UsageError when `path` is one of `inputs` (the same file, by device and inode: a symlink, a hard
+  // link or another spelling of the path counts) or cannot be written.
+  JsonFile(const std::string& path, const std::vector<Input>& inputs);
+  ~JsonFile();  // removes the temporary file unless commit() renamed it
+  JsonFile(const JsonFile&) = delete;
+  JsonFile& operator=(const JsonFile&) = delete;
+
+  // Writes `text`, flushes it to disk and renames it over the path; lab::OutputError naming the path and
+  // the cause on failure (the path is then left as it was).
+  void commit(const std::string& text);
+
+ private:
+  std::string path_;    // as given, for messages
+  std::string target_;  // the real file written (symlinks resolved)
+  std::string temp_;    // the temporary file beside it; empty when writing straight to a device or FIFO
+  int fd_ = -1;
+};
+
+}  // namespace runner

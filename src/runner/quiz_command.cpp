@@ -1,0 +1,233 @@
+// amp-lab quiz (and amp-lab plan quiz): its flags, checked before any lab runs.
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+
+#include "amp_lab_paths.h"
+#include "lab/catalog.h"
+#include "lab/cli_args.h"
+#include "lab/text.h"
+#include "runner/commands.h"
+#include "runner/lab_process.h"
+#include "runner/walk.h"
+
+namespace runner {
+namespace {
+
+cxxopts::Options quiz_options(const std::string& tracks) {
+  cxxopts::Options options("amp-lab quiz", "Take the mixed-precision quiz; every question runs its lab first.");
+  lab::add_context_options(options);
+  options.add_options()
+      ("answers", "answer without prompts: one letter per question, s to skip (e.g. acbdbbcd)", cxxopts::value<std::string>())
+      ("reveal", "run every lab and show the answer key with the explanations")
+      ("track", "the questions to walk: " + tracks, cxxopts::value<std::string>())
+      ("only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())
+      ("resume", "go on with the track's questions not answered yet (progress is saved as you answer)")
+      ("retry", "ask again the track's questions last answered wrong or skipped")
+      ("reset", "forget the track's saved progress (amp-lab progress shows it)")
+      ("json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())
+      ("no-color", "plain text (NO_COLOR is honoured too)")
+      ("quiz", "the quiz file (default: " + lab::escape(default_quiz_path()) + ")", cxxopts::value<std::string>())
+      ("h,help", "show this help");
+  return options;
+}
+
+// "core (the default, 8 questions), recipes (4), scale (2), or all", from the quiz file itself.
+std::string track_list(const std::string& quiz_path) {
+  try {
+    const Quiz quiz = load(quiz_path);
+    std::string text;
+    for (const auto& t : quiz.tracks) {
+      const size_t n = select_track(quiz, t.id).questions.size();
+      text += fmt::format("{} ({}{}), ", t.id, t.id == quiz.tracks.front().id ? "the default, " : "",
+                          fmt::format("{} question{}", n, n == 1 ? "" : "s"));
+    }
+    return text + "or " + kAllTracks + " (every question)";
+  } catch (const std::exception& e) {
+    return std::string("a track of the quiz file (") + lab::safe_line(e.what(), 100) + ")";
+  }
+}
+
+int print_help(const cxxopts::ParseResult& args) {
+  const std::string path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
+  std::cout << quiz_options(track_list(path)).help()
+            << "\nAt a prompt: a-d answers, s skips, h shows a hint, q quits (so do end of input and Ctrl-C).\n";
+  lab::flush_stdout();
+  return lab::kExitPass;
+}
+
+// The quiz file's track `name`; an unknown one is bad usage, not a bad file.
+Quiz track_of(const Quiz& quiz, const std::string& name) {
+  try {
+    return select_track(quiz, name);
+  } catch (const QuizError& e) {
+    throw lab::UsageError(fmt::format("--track: {}", e.what()));
+  }
+}
+
+std::vector<int> track_numbers(const Quiz& quiz) {
+  std::vector<int> numbers;
+  for (const auto& q : quiz.questions) numbers.push_back(q.number);
+  return numbers;
+}
+
+// The labs can tell whether CUDA is there; the runner has no LibTorch, but without NVIDIA's driver there is
+// surely none, and --device cuda is refused before any lab runs.
+void check_cuda(const lab::ContextArgs& c) {
+  std::error_code ec;
+  if (c.device == "cuda" && !std::filesystem::exists("/proc/driver/nvidia/version", ec) &&
+      !std::filesystem::exists("/dev/nvidiactl", ec))
+    throw lab::UsageError("--device cuda: no CUDA device is available here (use --device cpu or auto)");
+}
+
+std::vector<std::string> lab_flags(const lab::ContextArgs& c) {
+  std::vector<std::string> flags{"--device", c.device, "--seed", std::to_string(c.seed)};
+  if (c.dtype) flags.insert(flags.end(), {"--dtype", *c.dtype});
+  if (c.quick) flags.push_back("--quick");
+  if (c.flip) flags.push_back("--flip");
+  return flags;
+}
+
+// A word for a shell: as it is when it holds nothing the shell would act on, else in single quotes.
+std::string shell_word(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+                        std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return lab::escape(out + "'", 200);
+}
+
+// The screen's rows: a terminal's, else $LINES, else 40.
+size_t terminal_rows() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) return ws.ws_row;
+  const char* lines = std::getenv("LINES");
+  const long n = lines ? std::strtol(lines, nullptr, 10) : 0;
+  return n >= 10 && n <= 1000 ? static_cast<size_t>(n) : 40;
+}
+
+struct Parsed {
+  Quiz quiz;  // the chosen track's questions
+  WalkOptions walk;
+  std::optional<ProgressStore> store;  // where answers typed by a person are saved
+};
+
+// The saved progress's store; nullopt (and `why`) when there is no home to keep it in.
+std::optional<ProgressStore> progress_store(std::string* why) {
+  if (const auto dir = default_state_dir(why)) return ProgressStore(*dir);
+  return std::nullopt;
+}
+
+// --resume and --retry choose the questions from the saved progress; --only chooses them by number.
+std::vector<int> chosen_questions(const cxxopts::ParseResult& args, const Quiz& track, std::optional<ProgressStore>& store) {
+  const bool resume = lab::flag(args, "resume"), retry = lab::flag(args, "retry");
+  if (resume + retry + static_cast<bool>(args.count("only")) > 1)
+    throw lab::UsageError("--only, --resume and --retry choose the questions: give one of them");
+  if (args.count("only")) return lab::parse_question_list(args["only"].as<std::string>(), track_numbers(track));
+  if (!resume && !retry) return {};
+  std::string why;
+  if (!store && !(store = progress_store(&why))) throw lab::UsageError(fmt::format("--{}: no saved progress: {}", resume ? "resume" : "retry", why));
+  const std::vector<int> numbers = resume ? resume_questions(store->load(), track) : retry_questions(store->load(), track);
+  if (numbers.empty())
+    throw lab::UsageError(resume ? "--resume: every question of this track has an answer saved (--retry asks the missed ones)"
+                                 : "--retry: no question of this track was last answered wrong or skipped");
+  return numbers;
+}
+
+Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, const std::string& quiz_path) {
+  Parsed p{track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id), {}};
+  WalkOptions& w = p.walk;
+  w.track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
+  w.context = lab::context_args(args);
+  w.lab_flags = lab_flags(w.context);
+  w.only = chosen_questions(args, p.quiz, p.store);
+  if (args.count("answers")) {
+    w.answers = args["answers"].as<std::string>();
+    for (char c : *w.answers)
+      if (!std::strchr("abcdsABCDS", c))
+        throw lab::UsageError(fmt::format("--answers: {} is not one of a, b, c, d or s", lab::quote(std::string(1, c))));
+  }
+  w.reveal = lab::flag(args, "reveal");
+  if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
+  if (args.count("json")) w.json_path = args["json"].as<std::string>();
+  w.inputs = {{quiz_path, "the quiz file"}};
+  // Answers typed by a person are saved; scripted ones (--answers) and the answer key (--reveal) are not.
+  if (!w.answers && !w.reveal && !p.store) p.store = progress_store(nullptr);
+  if (p.store) w.inputs.push_back({p.store->file().string(), "the saved progress"});
+  w.command = command_name() + " quiz" + (w.track != file.tracks.front().id ? " --track " + w.track : "") +
+              (args.count("quiz") ? " --quiz " + shell_word(quiz_path) : "");
+  return p;
+}
+
+}  // namespace
+
+// --reset: forgets the track's saved progress (every track's for --track all) and says so.
+int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
+  const std::string track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
+  track_of(file, track);  // an unknown track is refused
+  std::string why;
+  auto store = progress_store(&why);
+  if (!store) throw lab::UsageError("--reset: no saved progress: " + why);
+  if (!store->reset(track == kAllTracks ? "" : track)) return lab::kExitLabError;  // the store said why
+  std::cout << fmt::format("Progress of {} forgotten ({}).\n", track == kAllTracks ? "every track" : "track " + track,
+                           lab::escape(store->file().string()));
+  return lab::kExitPass;
+}
+
+int cmd_quiz(int argc, const char* const* argv) {
+  auto args = quiz_options("").parse(argc, argv);
+  if (lab::flag(args, "help")) return print_help(args);
+  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  const std::string quiz_path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
+  const Quiz file = load(quiz_path);
+  if (lab::flag(args, "reset")) return reset_progress(args, file);
+  Parsed p = parse_quiz_command(args, file, quiz_path);
+  check_cuda(p.walk.context);
+  p.walk.color = lab::want_color(lab::flag(args, "no-color"));
+  p.walk.live = isatty(STDOUT_FILENO);
+  p.walk.width = lab::terminal_width();
+  p.walk.rows = terminal_rows();
+  if (p.store && !p.walk.answers && !p.walk.reveal) p.walk.progress = &*p.store;
+  // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
+  p.walk.pause = !p.walk.answers && !p.walk.reveal && isatty(STDIN_FILENO);
+  return walk(p.quiz, p.walk, std::cin, std::cout);
+}
+
+int cmd_plan(int argc, const char* const* argv) {
+  try {
+    const std::string command = argc >= 2 ? argv[1] : "";
+    std::vector<std::string> exes;
+    if (command == "quiz") {
+      auto args = quiz_options("").parse(argc - 1, argv + 1);
+      const std::string quiz_path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
+      const Parsed p = parse_quiz_command(args, load(quiz_path), quiz_path);
+      for (const auto& q : p.quiz.questions)
+        if (p.walk.only.empty() || std::count(p.walk.only.begin(), p.walk.only.end(), q.number))
+          if (const lab::LabDecl* d = lab::find_decl(q.lab)) exes.push_back(d->executable());
+    } else if (command == "run" && argc >= 3) {
+      if (const lab::LabDecl* d = lab::find_decl(argv[2])) exes.push_back(d->executable());
+    } else if (command == "info") {
+      exes.push_back("amp-lab-info");
+    }
+    std::vector<std::string> seen;
+    for (const auto& e : exes)
+      if (std::find(seen.begin(), seen.end(), e) == seen.end()) {
+        seen.push_back(e);
+        std::cout << e << "\n";
+      }
+  } catch (const std::exception&) {  // the command itself will say what is wrong
+  }
+  lab::flush_stdout();
+  return lab::kExitPass;
+}
+
+}  // namespace runner
