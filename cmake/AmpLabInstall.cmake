@@ -2,6 +2,7 @@
 #   P/include/amp/*.h                          the amp library's public headers
 #   P/lib/libamp_lab.a                         the amp library
 #   P/lib/cmake/amp_lab/                       package config: find_package(amp_lab CONFIG) -> amp_lab::amp
+#                                              (with AmpLabTorch.cmake: CUDA set-up, C++ standard)
 #   P/bin/amp-lab, P/bin/lab01_... lab08_...   the runner and the lab executables (AMP_LAB_BUILD_LABS)
 #   P/share/amp-lab/quiz.yaml                  the questions the runner asks
 #   P/share/doc/amp_lab/                       README.md, CHANGELOG.md
@@ -29,6 +30,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/amp_labConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/amp_labConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/package/amp_labConfig.cmake ${PROJECT_BINARY_DIR}/package/amp_labConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/AmpLabTorch.cmake
         DESTINATION ${AMP_LAB_CMAKE_DIR} COMPONENT amp_lab_library)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT amp_lab_library)

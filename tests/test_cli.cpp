@@ -1028,9 +1028,10 @@ TEST_CASE("two walks writing the same --json file at once leave one whole run's 
     CAPTURE(attempt);
     Folder dir("amp_lab_cli_json2");
     const std::string f = (dir.path / "walk.json").string(), bin = AMP_LAB_BINARY_DIR "/bin/amp-lab";
+    // Waited for by process id: `wait %2` fails with "no such job" (127) when that walk ended first.
     const int code = sh("'" + bin + "' quiz --quick --device cpu --only 3,8 --answers cd --json " + f +
-                        " >/dev/null 2>&1 & '" + bin + "' quiz --quick --device cpu --only 6 --answers a --json " + f +
-                        " >/dev/null 2>&1 & wait %1 && wait %2");
+                        " >/dev/null 2>&1 & a=$!; '" + bin + "' quiz --quick --device cpu --only 6 --answers a --json " +
+                        f + " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
     CHECK(code == 0);
     const auto j = nlohmann::json::parse(slurp(f));  // throws (fails the test) on a mix of the two
     std::vector<int> numbers;

@@ -2,9 +2,12 @@
 // write their traces; each test here replays the same script with amp::GradScaler and requires the same
 // trace: skip decisions, scales and growth trackers exactly, and the parameters bitwise where the
 // arithmetic is the same (SGD, and the scaler's own unscale), within a measured bound where it is not (Adam).
+// tests/test_parity_cuda.cpp includes this file with AMP_LAB_PARITY_CUDA defined: the same traces on CUDA,
+// against torch.amp.GradScaler("cuda").
 //
 // Without a Python torch, or with one whose version differs from the linked LibTorch, the tests print
-// "SKIPPED: <why>" (ctest reports a skip); under CI=true that is a failure instead.
+// "SKIPPED: <why>" (ctest reports a skip); under CI=true that is a failure instead. On CUDA without a CUDA
+// device they print "SKIPPED: no CUDA device ..." whether under CI or not.
 // AMP_LAB_PYTHON in the environment overrides the Python found at configure time.
 #include <doctest/doctest.h>
 
@@ -30,6 +33,12 @@
 
 namespace {
 
+#ifdef AMP_LAB_PARITY_CUDA
+const torch::Device kDevice(torch::kCUDA);
+#else
+const torch::Device kDevice(torch::kCPU);
+#endif
+
 const std::string kLinkedTorch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
                                  "." + std::to_string(TORCH_VERSION_PATCH);
 
@@ -40,7 +49,7 @@ torch::Tensor to_tensor(const nlohmann::json& rows, torch::ScalarType dtype = to
     ++n_rows;
     for (double v : row) flat.push_back(v);
   }
-  return torch::tensor(flat, torch::kDouble).view({n_rows, -1}).to(dtype);
+  return torch::tensor(flat, torch::kDouble).view({n_rows, -1}).to(kDevice, dtype);
 }
 
 float parse_value(const std::string& s) {
@@ -69,11 +78,18 @@ std::string reference_unavailable(const std::string& python) {
   const std::string base = version.substr(0, version.find('+'));
   if (base != kLinkedTorch)
     return "Python torch " + version + " at '" + python + "' differs from the linked LibTorch " + kLinkedTorch;
+  if (kDevice.is_cuda() &&
+      run_and_capture("\"" + python + "\" -c 'import torch; print(torch.cuda.is_available())' 2>/dev/null") != "True")
+    return "Python torch " + version + " at '" + python + "' sees no CUDA device";
   return "";
 }
 
 // Runs tests/parity/<script> and returns its trace; nullopt (with the reason printed) when it cannot run.
 std::optional<nlohmann::json> python_trace(const std::string& script) {
+  if (kDevice.is_cuda() && !torch::cuda::is_available()) {
+    std::cout << "SKIPPED: no CUDA device visible to this LibTorch (the trace on CUDA needs a GPU)\n";
+    return std::nullopt;
+  }
   const char* env_python = std::getenv("AMP_LAB_PYTHON");
   const std::string python = env_python && *env_python ? env_python : AMP_LAB_PYTHON;
   const char* ci = std::getenv("CI");
@@ -83,13 +99,14 @@ std::optional<nlohmann::json> python_trace(const std::string& script) {
     std::cout << "SKIPPED: " << why << "; the C++ side was not compared\n";
     return std::nullopt;
   }
-  const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_" + script + ".json");
+  const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_" + script + "_" + kDevice.str() + ".json");
   const std::string cmd = "\"" + python + "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/" + script + "\" \"" +
-                          out.string() + "\" 2>/dev/null";
+                          out.string() + "\" " + kDevice.str() + " 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
   std::ifstream in(out);
   auto doc = nlohmann::json::parse(in);
   CHECK(doc["torch_version"].get<std::string>().rfind(kLinkedTorch, 0) == 0);
+  CHECK(doc["device"].get<std::string>() == kDevice.str());
   return doc;
 }
 
@@ -107,7 +124,7 @@ int64_t ulps(F a, F b) {
 
 // The largest ulp distance between a parameter and the reference's values for it, in the parameter's dtype.
 int64_t max_ulps(const torch::Tensor& param, const nlohmann::json& want) {
-  const auto have = param.detach().flatten().contiguous();
+  const auto have = param.detach().flatten().contiguous().cpu();
   REQUIRE(static_cast<size_t>(have.numel()) == want.size());
   int64_t worst = 0;
   for (int64_t i = 0; i < have.numel(); ++i) {
@@ -132,16 +149,17 @@ TEST_CASE("amp::GradScaler reproduces torch.amp.GradScaler's trace step for step
   const auto& cfg = (*doc)["config"];
 
   torch::nn::Sequential model(torch::nn::Linear(4, 8), torch::nn::ReLU(), torch::nn::Linear(8, 2));
+  model->to(kDevice);
   auto params = model->parameters();
   REQUIRE(params.size() == (*doc)["initial_params"].size());
   for (size_t i = 0; i < params.size(); ++i) copy_values(params[i], (*doc)["initial_params"][i]);
   const auto x = to_tensor((*doc)["x"]), y = to_tensor((*doc)["y"]);
   torch::optim::SGD opt(model->parameters(),
                         torch::optim::SGDOptions(cfg["lr"].get<double>()).momentum(cfg["momentum"].get<double>()));
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>(),
-                                       .growth_factor = cfg["growth_factor"].get<double>(),
-                                       .backoff_factor = cfg["backoff_factor"].get<double>(),
-                                       .growth_interval = cfg["growth_interval"].get<int64_t>()});
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
+                                   .growth_factor = cfg["growth_factor"].get<double>(),
+                                   .backoff_factor = cfg["backoff_factor"].get<double>(),
+                                   .growth_interval = cfg["growth_interval"].get<int64_t>()});
   std::map<int, float> inject;
   for (const auto& item : cfg["inject"]) inject[item["step"].get<int>()] = parse_value(item["value"].get<std::string>());
 
@@ -187,7 +205,9 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
   torch::nn::Sequential model_a(torch::nn::Linear(4, 6), torch::nn::ReLU(), torch::nn::Linear(6, 2));
   torch::nn::Linear linear_b(4, 2);
   linear_b->to(torch::kDouble);
-  auto gain = torch::ones({2}).requires_grad_();
+  model_a->to(kDevice);
+  linear_b->to(kDevice);
+  auto gain = torch::ones({2}, kDevice).requires_grad_();
   model_a[0]->as<torch::nn::Linear>()->bias.requires_grad_(false);
   std::vector<torch::Tensor> params_a = model_a->parameters(), params_b = linear_b->parameters();
   params_b.push_back(gain);
@@ -202,10 +222,10 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
   const auto x = to_tensor((*doc)["x"]), y_a = to_tensor((*doc)["y_a"]), y_b = to_tensor((*doc)["y_b"]);
   torch::optim::Adam opt_a(params_a, torch::optim::AdamOptions(cfg["lr_adam"].get<double>()));
   torch::optim::SGD opt_b(params_b, torch::optim::SGDOptions(cfg["lr_sgd"].get<double>()).momentum(cfg["momentum"].get<double>()));
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>(),
-                                       .growth_factor = cfg["growth_factor"].get<double>(),
-                                       .backoff_factor = cfg["backoff_factor"].get<double>(),
-                                       .growth_interval = cfg["growth_interval"].get<int64_t>()});
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
+                                   .growth_factor = cfg["growth_factor"].get<double>(),
+                                   .backoff_factor = cfg["backoff_factor"].get<double>(),
+                                   .growth_interval = cfg["growth_interval"].get<int64_t>()});
 
   auto steps_of = [](const nlohmann::json& list) {
     std::set<int> s;
@@ -263,7 +283,7 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
     const bool stepped_a = scaler.step(opt_a);
     const bool stepped_b = scaler.step(opt_b);
     if (update_float.count(step)) scaler.update(update_float.at(step)["scale"].get<double>());
-    else if (update_tensor.count(step)) scaler.update(torch::tensor(update_tensor.at(step)["scale"].get<double>(), torch::kFloat));
+    else if (update_tensor.count(step)) scaler.update(torch::tensor(update_tensor.at(step)["scale"].get<double>(), torch::kFloat).to(kDevice));
     else scaler.update();
     skipped_a += !stepped_a;
     skipped_b += !stepped_b;
@@ -297,6 +317,8 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch
   const auto& cfg = (*doc)["config"];
 
   torch::nn::Linear model0(4, 3), model1(4, 3);
+  model0->to(kDevice);
+  model1->to(kDevice);
   const auto params0 = model0->parameters(), params1 = model1->parameters();
   std::vector<torch::Tensor> all = params0;
   all.insert(all.end(), params1.begin(), params1.end());
@@ -305,10 +327,10 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch
   const auto x = to_tensor((*doc)["x"]), y0 = to_tensor((*doc)["y0"]), y1 = to_tensor((*doc)["y1"]);
   const auto sgd = torch::optim::SGDOptions(cfg["lr"].get<double>()).momentum(cfg["momentum"].get<double>());
   torch::optim::SGD opt0(params0, sgd), opt1(params1, sgd);
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>(),
-                                       .growth_factor = cfg["growth_factor"].get<double>(),
-                                       .backoff_factor = cfg["backoff_factor"].get<double>(),
-                                       .growth_interval = cfg["growth_interval"].get<int64_t>()});
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
+                                   .growth_factor = cfg["growth_factor"].get<double>(),
+                                   .backoff_factor = cfg["backoff_factor"].get<double>(),
+                                   .growth_interval = cfg["growth_interval"].get<int64_t>()});
   auto steps_of = [](const nlohmann::json& list) {
     std::set<int> s;
     for (const auto& v : list) s.insert(v.get<int>());

@@ -1,10 +1,13 @@
 // Parity with PyTorch for the AMP examples page: tests/parity/amp_recipes_trace.py runs each recipe through
 // torch.amp on the CPU (fp16 autocast) on seeded data; this test replays the same recipe on the same data
 // with amp::GradScaler and amp::CustomFwd/CustomBwd and requires the same scales and skipped steps, and the
-// same parameters, outputs and gradients to float32 rounding.
+// same parameters, outputs and gradients to float32 rounding. tests/test_parity_recipes_cuda.cpp includes
+// this file with AMP_LAB_PARITY_CUDA defined: the same recipes on CUDA (skipped without a CUDA device).
+// Without a Python torch the tests report themselves skipped; under CI=true that is a failure instead.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,12 +28,18 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Params = std::vector<torch::Tensor>;
 
+#ifdef AMP_LAB_PARITY_CUDA
+const torch::Device kDevice(torch::kCUDA);
+#else
+const torch::Device kDevice(torch::kCPU);
+#endif
+
 constexpr double kRel = 1e-5;  // float32 rounding, not an algorithmic difference
 
 torch::Tensor tensor(const nlohmann::json& j) {
   const auto data = j["data"].get<std::vector<double>>();
   const auto shape = j["shape"].get<std::vector<int64_t>>();
-  return torch::tensor(data, torch::kDouble).view(shape).to(torch::kFloat);
+  return torch::tensor(data, torch::kDouble).view(shape).to(kDevice, torch::kFloat);
 }
 
 Params leaves(const nlohmann::json& list) {
@@ -61,15 +70,24 @@ const nlohmann::json* python_trace() {
   static bool tried = false;
   if (!tried) {
     tried = true;
-    const std::string python = AMP_LAB_PYTHON;
-    if (python.empty() || std::system(("\"" + python + "\" -c 'import torch' 2>/dev/null").c_str()) != 0) {
-      std::cout << "SKIPPED: no Python with torch at '" << python
-                << "' (scripts/setup provides one); the C++ side was not compared\n";
+    if (kDevice.is_cuda() && !torch::cuda::is_available()) {
+      std::cout << "SKIPPED: no CUDA device visible to this LibTorch (the recipes on CUDA need a GPU)\n";
       return nullptr;
     }
-    const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / "parity_amp_recipes_trace.json";
+    const char* env_python = std::getenv("AMP_LAB_PYTHON");
+    const std::string python = env_python && *env_python ? env_python : AMP_LAB_PYTHON;
+    const char* ci = std::getenv("CI");
+    const std::string check = kDevice.is_cuda() ? "import sys, torch; sys.exit(not torch.cuda.is_available())" : "import torch";
+    if (python.empty() || std::system(("\"" + python + "\" -c '" + check + "' 2>/dev/null").c_str()) != 0) {
+      const std::string why = "no Python with torch" + std::string(kDevice.is_cuda() ? " seeing a CUDA device" : "") +
+                              " at '" + python + "' (scripts/setup provides one)";
+      if (ci && std::strcmp(ci, "true") == 0) FAIL("CI=true and the parity reference cannot run: " << why);
+      std::cout << "SKIPPED: " << why << "; the C++ side was not compared\n";
+      return nullptr;
+    }
+    const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_amp_recipes_trace_" + kDevice.str() + ".json");
     const std::string cmd = "\"" + python + "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/amp_recipes_trace.py\" \"" +
-                            out.string() + "\" 2>/dev/null";
+                            out.string() + "\" " + kDevice.str() + " 2>/dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
     std::ifstream in(out);
     doc = nlohmann::json::parse(in);
@@ -83,14 +101,14 @@ bool changed(const torch::Tensor& before, const torch::Tensor& after) { return !
 
 struct RowNorm : torch::autograd::Function<RowNorm> {
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
-    amp::CustomFwd fwd(ctx, torch::kCPU, /*cast_inputs=*/torch::kFloat);
+    amp::CustomFwd fwd(ctx, kDevice.type(), /*cast_inputs=*/torch::kFloat);
     h = fwd.cast(h);
     const auto n = (h * h).sum(/*dim=*/1).sqrt();
     ctx->save_for_backward({h, n});
     return n;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    amp::CustomBwd bwd(ctx, torch::kCPU);
+    amp::CustomBwd bwd(ctx, kDevice.type());
     const auto s = ctx->get_saved_variables();
     return {grad[0].unsqueeze(1) * s[0] / s[1].unsqueeze(1)};
   }
@@ -98,12 +116,12 @@ struct RowNorm : torch::autograd::Function<RowNorm> {
 
 struct MatMul : torch::autograd::Function<MatMul> {
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
-    amp::CustomFwd fwd(ctx, torch::kCPU);
+    amp::CustomFwd fwd(ctx, kDevice.type());
     ctx->save_for_backward({a, b});
     return a.mm(b);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    amp::CustomBwd bwd(ctx, torch::kCPU);
+    amp::CustomBwd bwd(ctx, kDevice.type());
     const auto s = ctx->get_saved_variables();
     return {grad[0].mm(s[1].t()), s[0].t().mm(grad[0])};
   }
@@ -120,7 +138,7 @@ TEST_CASE("gradient accumulation: the same scales, skipped steps and parameters 
   Params p = leaves(d["init"]);
   const auto x = tensor(d["x"]), y = tensor(d["y"]);
   torch::optim::SGD opt(p, torch::optim::SGDOptions(cfg["lr"].get<double>()));
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>(),
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
                                        .growth_interval = cfg["growth_interval"].get<int64_t>()});
   int skipped = 0, b = 0;
   for (const auto& want : d["trace"]) {
@@ -130,7 +148,7 @@ TEST_CASE("gradient accumulation: the same scales, skipped steps and parameters 
       const int64_t k = (b * micro + m) * mb;
       torch::Tensor loss;
       {
-        amp::Autocast ac(torch::kCPU, torch::kHalf);
+        amp::Autocast ac(kDevice, torch::kHalf);
         loss = torch::mse_loss(mlp(p, x.narrow(0, k, mb)), y.narrow(0, k, mb)) / static_cast<double>(micro);
       }
       scaler.scale(loss).backward();
@@ -155,20 +173,20 @@ TEST_CASE("gradient penalty: the same penalties, scales and parameters as the Py
   Params p = leaves(d["init"]);
   const auto x = tensor(d["x"]), y = tensor(d["y"]);
   torch::optim::SGD opt(p, torch::optim::SGDOptions(cfg["lr"].get<double>()));
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>()});
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>()});
   int step = 0;
   for (const auto& want : d["trace"]) {
     CAPTURE(step++);
     opt.zero_grad();
     torch::Tensor loss, penalty;
     {
-      amp::Autocast ac(torch::kCPU, torch::kHalf);
+      amp::Autocast ac(kDevice, torch::kHalf);
       loss = torch::mse_loss(mlp(p, x), y);
     }
     auto scaled = torch::autograd::grad({scaler.scale(loss)}, p, {}, /*retain_graph=*/true, /*create_graph=*/true);
     const double inv_scale = 1.0 / scaler.get_scale();
     {
-      amp::Autocast ac(torch::kCPU, torch::kHalf);
+      amp::Autocast ac(kDevice, torch::kHalf);
       penalty = torch::zeros({}, loss.options());
       for (const auto& g : scaled) penalty = penalty + (g * inv_scale).pow(2).sum();
       penalty = penalty.sqrt();
@@ -192,7 +210,7 @@ TEST_CASE("several models and optimizers, one scaler: the same per-optimizer ski
   const auto x = tensor(d["x"]), y = tensor(d["y"]);
   const double lr = cfg["lr"].get<double>();
   torch::optim::SGD opt0(m0, torch::optim::SGDOptions(lr)), opt1(m1, torch::optim::SGDOptions(lr));
-  amp::GradScaler scaler(torch::kCPU, {.init_scale = cfg["init_scale"].get<double>()});
+  amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>()});
   int64_t s = 0;
   int skipped1 = 0;
   for (const auto& want : d["trace"]) {
@@ -201,7 +219,7 @@ TEST_CASE("several models and optimizers, one scaler: the same per-optimizer ski
     opt1.zero_grad();
     torch::Tensor loss0, loss1;
     {
-      amp::Autocast ac(torch::kCPU, torch::kHalf);
+      amp::Autocast ac(kDevice, torch::kHalf);
       const auto out0 = torch::linear(x[s], m0[0], m0[1]), out1 = torch::linear(x[s], m1[0], m1[1]);
       loss0 = torch::mse_loss(2 * out0 + 3 * out1, y[s]);
       loss1 = torch::mse_loss(3 * out0 - 5 * out1, y[s]);
@@ -235,7 +253,7 @@ TEST_CASE("CustomFwd/CustomBwd give custom_fwd/custom_bwd's outputs, dtypes and 
     const auto leaf = w.clone().requires_grad_(true);
     torch::Tensor value;
     {
-      amp::Autocast ac(torch::kCPU, torch::kHalf);
+      amp::Autocast ac(kDevice, torch::kHalf);
       const auto h = x.mm(leaf);
       value = std::string(name) == "row_norm" ? RowNorm::apply(h)
                                                : MatMul::apply(torch::tanh(h.narrow(1, 0, 8)), leaf.narrow(1, 0, 8));

@@ -22,7 +22,13 @@
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+// The store's wire protocol (QueryType, the magic number): c10d/TCPStoreBackend.hpp up to torch 2.13,
+// c10d/store/TCPStoreBackend.hpp from 2.14 on.
+#if __has_include(<torch/csrc/distributed/c10d/store/TCPStoreBackend.hpp>)
+#include <torch/csrc/distributed/c10d/store/TCPStoreBackend.hpp>
+#else
 #include <torch/csrc/distributed/c10d/TCPStoreBackend.hpp>
+#endif
 
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"

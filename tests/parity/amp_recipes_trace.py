@@ -1,21 +1,24 @@
-"""The recipes of PyTorch's "Automatic Mixed Precision examples" page, run through torch.amp on the CPU
+"""The recipes of PyTorch's "Automatic Mixed Precision examples" page, run through torch.amp on DEVICE
 (fp16 autocast) on fixed seeded data, for tests/test_parity_recipes.cpp to replay with amp::GradScaler
-and amp::CustomFwd/CustomBwd:
+and amp::CustomFwd/CustomBwd (on CUDA: tests/test_parity_recipes_cuda.cpp). The data are drawn on the
+CPU whatever the device, so both devices replay the same numbers:
 
   accumulation   4 micro-batches per effective batch, step/update once per effective batch
   penalty        a gradient-norm penalty from autograd.grad(scaler.scale(loss)), unscaled by hand
   multiple       two models, two losses, two optimizers, one scaler; an inf injected into model 1
   custom         custom_fwd(cast_inputs=float32)/custom_bwd row norms, and a mixed-dtype matmul
 
-Usage: python amp_recipes_trace.py OUT.json
+Usage: python amp_recipes_trace.py OUT.json [cpu|cuda]   (default cpu)
 """
 import json
-import sys
 
 import torch
 import torch.nn.functional as F
 
-DEV = "cpu"
+import trace_args
+
+# The device is needed before the classes below are defined (custom_fwd/custom_bwd take it).
+OUT, DEV = trace_args.parse() if __name__ == "__main__" else (None, "cpu")
 HALF = torch.float16
 
 
@@ -33,7 +36,7 @@ def make_mlp(i, h, o):
 
 
 def leaves(p):
-    return [t.detach().clone().requires_grad_(True) for t in p]
+    return [t.detach().clone().to(DEV).requires_grad_(True) for t in p]
 
 
 def accumulation():
@@ -41,8 +44,9 @@ def accumulation():
     init = make_mlp(8, 16, 4)
     n = cfg["micro"] * cfg["micro_batch"] * cfg["batches"]
     x, y = torch.randn(n, 8), torch.randn(n, 4)
+    xd, yd = x.to(DEV), y.to(DEV)
     p = leaves(init)
-    opt = torch.optim.SGD(p, lr=cfg["lr"])
+    opt = torch.optim.SGD(p, lr=cfg["lr"], foreach=False)
     scaler = torch.amp.GradScaler(DEV, init_scale=cfg["init_scale"], growth_interval=cfg["growth_interval"])
     trace, mb = [], cfg["micro_batch"]
     for b in range(cfg["batches"]):
@@ -50,7 +54,7 @@ def accumulation():
         for m in range(cfg["micro"]):
             k = (b * cfg["micro"] + m) * mb
             with torch.autocast(DEV, dtype=HALF):
-                loss = F.mse_loss(mlp(p, x[k:k + mb]), y[k:k + mb]) / cfg["micro"]
+                loss = F.mse_loss(mlp(p, xd[k:k + mb]), yd[k:k + mb]) / cfg["micro"]
             scaler.scale(loss).backward()
         before = scaler.get_scale()
         scaler.step(opt)
@@ -65,19 +69,20 @@ def penalty():
     cfg = {"steps": 6, "lr": 0.02, "init_scale": 2.0**16}
     init = make_mlp(8, 16, 4)
     x, y = torch.randn(32, 8), torch.randn(32, 4)
+    xd, yd = x.to(DEV), y.to(DEV)
     p = leaves(init)
-    opt = torch.optim.SGD(p, lr=cfg["lr"])
+    opt = torch.optim.SGD(p, lr=cfg["lr"], foreach=False)
     scaler = torch.amp.GradScaler(DEV, init_scale=cfg["init_scale"])
     trace = []
     for _ in range(cfg["steps"]):
         opt.zero_grad()
         with torch.autocast(DEV, dtype=HALF):
-            loss = F.mse_loss(mlp(p, x), y)
+            loss = F.mse_loss(mlp(p, xd), yd)
         scaled = torch.autograd.grad(outputs=scaler.scale(loss), inputs=p, create_graph=True)
         inv_scale = 1.0 / scaler.get_scale()
         grads = [g * inv_scale for g in scaled]
         with torch.autocast(DEV, dtype=HALF):
-            pen = torch.zeros((), dtype=loss.dtype)
+            pen = torch.zeros((), dtype=loss.dtype, device=DEV)
             for g in grads:
                 pen = pen + g.pow(2).sum()
             pen = pen.sqrt()
@@ -96,17 +101,19 @@ def multiple():
     init0 = [torch.randn(4, 8) / 8**0.5, torch.randn(4) * 0.1]
     init1 = [torch.randn(4, 8) / 8**0.5, torch.randn(4) * 0.1]
     x, y = torch.randn(cfg["steps"], 16, 8), torch.randn(cfg["steps"], 16, 4)
+    xd, yd = x.to(DEV), y.to(DEV)
     m0, m1 = leaves(init0), leaves(init1)
-    opt0, opt1 = torch.optim.SGD(m0, lr=cfg["lr"]), torch.optim.SGD(m1, lr=cfg["lr"])
+    opt0 = torch.optim.SGD(m0, lr=cfg["lr"], foreach=False)  # LibTorch's single-tensor loop
+    opt1 = torch.optim.SGD(m1, lr=cfg["lr"], foreach=False)
     scaler = torch.amp.GradScaler(DEV, init_scale=cfg["init_scale"])
     trace = []
     for s in range(cfg["steps"]):
         opt0.zero_grad()
         opt1.zero_grad()
         with torch.autocast(DEV, dtype=HALF):
-            out0, out1 = F.linear(x[s], *m0), F.linear(x[s], *m1)
-            loss0 = F.mse_loss(2 * out0 + 3 * out1, y[s])
-            loss1 = F.mse_loss(3 * out0 - 5 * out1, y[s])
+            out0, out1 = F.linear(xd[s], *m0), F.linear(xd[s], *m1)
+            loss0 = F.mse_loss(2 * out0 + 3 * out1, yd[s])
+            loss1 = F.mse_loss(3 * out0 - 5 * out1, yd[s])
         scaler.scale(loss0).backward(retain_graph=True)
         scaler.scale(loss1).backward()
         if s == cfg["inject_at"]:
@@ -154,11 +161,12 @@ class MatMul(torch.autograd.Function):
 def custom():
     x, w = torch.randn(16, 8), torch.randn(8, 32) * 40.0
     out = {"x": t2j(x), "w": t2j(w)}
+    xd, wd = x.to(DEV), w.to(DEV)
     for name, fn in [("row_norm", lambda h, leaf: RowNorm.apply(h)),
                      ("matmul", lambda h, leaf: MatMul.apply(torch.tanh(h[:, :8]), leaf[:, :8]))]:
-        leaf = w.clone().requires_grad_(True)
+        leaf = wd.clone().requires_grad_(True)
         with torch.autocast(DEV, dtype=HALF):
-            value = fn(x.mm(leaf), leaf)
+            value = fn(xd.mm(leaf), leaf)
         value.sum().backward()
         out[name] = {"value": t2j(value), "dtype": str(value.dtype), "grad": t2j(leaf.grad)}
     return out
@@ -166,9 +174,9 @@ def custom():
 
 def main():
     torch.manual_seed(0)
-    doc = {"torch": torch.__version__, "accumulation": accumulation(), "penalty": penalty(),
+    doc = {"torch": torch.__version__, "device": DEV, "accumulation": accumulation(), "penalty": penalty(),
            "multiple": multiple(), "custom": custom()}
-    with open(sys.argv[1], "w") as f:
+    with open(OUT, "w") as f:
         json.dump(doc, f)
 
 

@@ -1,17 +1,20 @@
-"""Drive one torch.amp.GradScaler("cpu") through a run with two models and two optimizers, and write its trace.
+"""Drive one torch.amp.GradScaler(DEVICE) through a run with two models and two optimizers, and write its trace.
 
 Model A (float32, first bias frozen) trains with Adam; model B (a float64 Linear and a float32 gain) with
 SGD + momentum, so one optimizer holds grads of two dtypes. Every iteration accumulates gradients over
 ACCUM micro-batches. The factors are not powers of two and growth_interval is 1; the schedule puts NaN in
 the loss, inf in one optimizer's grads, update(new_scale) as float and as tensor, a load_state_dict into
 the scaler in use, and the setters mid-run. tests/test_parity.cpp replays the schedule with amp::GradScaler.
-Usage: python tests/parity/grad_scaler_trace_multi.py OUT.json
+The data and initial parameters are drawn on the CPU whatever the device (tests/test_parity_cuda.cpp
+replays the run on CUDA).
+Usage: python tests/parity/grad_scaler_trace_multi.py OUT.json [cpu|cuda]   (default cpu)
 """
 import json
 import math
-import sys
 
 import torch
+
+import trace_args
 
 STEPS = 36
 ACCUM = 2                    # micro-batches per optimizer step (gradient accumulation)
@@ -32,20 +35,24 @@ LOAD_STATE = {20: {"scale": 12345.5, "growth_factor": 1.3, "backoff_factor": 0.4
 SETTERS = {29: {"growth_factor": 2.5, "backoff_factor": 0.6, "growth_interval": 3}}
 
 
-def main(out_path):
+def main(out_path, device):
     torch.manual_seed(1)
     model_a = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 2))
     model_a[0].bias.requires_grad_(False)  # frozen: no grad, skipped by unscale_ and by Adam
     linear_b = torch.nn.Linear(4, 2).double()
-    gain = torch.nn.Parameter(torch.ones(2))
+    gain = torch.nn.Parameter(torch.ones(2, device=device))
     x = torch.randn(ACCUM * BATCH, 4)
     y_a, y_b = torch.randn(ACCUM * BATCH, 2), torch.randn(ACCUM * BATCH, 2)
+    initial = [p.detach().clone() for p in list(model_a.parameters()) + list(linear_b.parameters())] + [gain.detach().cpu().clone()]
+    model_a.to(device)
+    linear_b.to(device)
+    xd, y_ad, y_bd = x.to(device), y_a.to(device), y_b.to(device)
     params_a = list(model_a.parameters())
     params_b = list(linear_b.parameters()) + [gain]
-    initial = [p.detach().clone() for p in params_a + params_b]
-    opt_a = torch.optim.Adam(params_a, lr=LR_ADAM)
-    opt_b = torch.optim.SGD(params_b, lr=LR_SGD, momentum=MOMENTUM)
-    scaler = torch.amp.GradScaler("cpu", init_scale=INIT_SCALE, growth_factor=GROWTH_FACTOR,
+    # foreach=False: the single-tensor loops LibTorch's optimizers run (Python's default on CUDA is foreach).
+    opt_a = torch.optim.Adam(params_a, lr=LR_ADAM, foreach=False)
+    opt_b = torch.optim.SGD(params_b, lr=LR_SGD, momentum=MOMENTUM, foreach=False)
+    scaler = torch.amp.GradScaler(device, init_scale=INIT_SCALE, growth_factor=GROWTH_FACTOR,
                                   backoff_factor=BACKOFF_FACTOR, growth_interval=GROWTH_INTERVAL)
     trace = []
     for step in range(STEPS):
@@ -60,9 +67,9 @@ def main(out_path):
         losses = []
         for mb in range(ACCUM):
             rows = slice(mb * BATCH, (mb + 1) * BATCH)
-            loss_a = torch.nn.functional.mse_loss(model_a(x[rows]), y_a[rows], reduction="sum")
-            out_b = linear_b(x[rows].double()).float() * gain
-            loss_b = torch.nn.functional.mse_loss(out_b, y_b[rows], reduction="sum")
+            loss_a = torch.nn.functional.mse_loss(model_a(xd[rows]), y_ad[rows], reduction="sum")
+            out_b = linear_b(xd[rows].double()).float() * gain
+            loss_b = torch.nn.functional.mse_loss(out_b, y_bd[rows], reduction="sum")
             loss = (loss_a + loss_b) / ACCUM
             if step in NAN_LOSS and mb == 1:
                 loss = loss * float("nan")
@@ -72,20 +79,21 @@ def main(out_path):
             gain.grad[0] = float("inf")
         if step % 3 == 0:
             scaler.unscale_(opt_a)
-            torch.nn.utils.clip_grad_norm_(model_a.parameters(), CLIP_NORM)
+            torch.nn.utils.clip_grad_norm_(model_a.parameters(), CLIP_NORM, foreach=False)  # as LibTorch
         scaler.step(opt_a)
         scaler.step(opt_b)
         stepped = [sum(v.item() for v in scaler._found_inf_per_device(o).values()) == 0 for o in (opt_a, opt_b)]
         if step in UPDATE_FLOAT:
             scaler.update(UPDATE_FLOAT[step])
         elif step in UPDATE_TENSOR:
-            scaler.update(torch.tensor(UPDATE_TENSOR[step]))
+            scaler.update(torch.tensor(UPDATE_TENSOR[step], device=device))  # on the scaler's device
         else:
             scaler.update()
         trace.append({"step": step, "losses": losses, "stepped_a": stepped[0], "stepped_b": stepped[1],
                       "scale": scaler.get_scale(), "growth_tracker": scaler._get_growth_tracker()})
     doc = {
         "torch_version": torch.__version__,
+        "device": device,
         "config": {"steps": STEPS, "accum": ACCUM, "batch": BATCH, "init_scale": INIT_SCALE,
                    "growth_factor": GROWTH_FACTOR, "backoff_factor": BACKOFF_FACTOR,
                    "growth_interval": GROWTH_INTERVAL, "lr_adam": LR_ADAM, "lr_sgd": LR_SGD, "momentum": MOMENTUM,
@@ -105,4 +113,4 @@ def main(out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*trace_args.parse())

@@ -1,4 +1,4 @@
-"""Two optimizers on one torch.amp.GradScaler("cpu"), with an update() after each step: the pattern
+"""Two optimizers on one torch.amp.GradScaler(DEVICE), with an update() after each step: the pattern
 step(o0); update(); step(o1); update() in one iteration. Python accepts it without an error (update() only
 refuses when no unscale_/step came since the last update()), and it is wrong in a silent way: when the
 scale moves between the two steps (a back-off after an inf in model 0's grads, or a growth), optimizer 1's
@@ -6,13 +6,15 @@ gradients, scaled by the old scale in backward(), are unscaled by the new one; a
 counts two clean steps per iteration. The trace records, after every iteration, the scale and tracker
 after each update(), whether each optimizer stepped, the factor by which optimizer 1's applied gradients
 differ from the correctly unscaled ones, and every parameter. tests/test_parity.cpp replays it with
-amp::GradScaler.
-Usage: python tests/parity/grad_scaler_trace_two_updates.py OUT.json
+amp::GradScaler (on CUDA: tests/test_parity_cuda.cpp). The data and initial parameters are drawn on the CPU
+whatever the device, so both devices replay the same numbers.
+Usage: python tests/parity/grad_scaler_trace_two_updates.py OUT.json [cpu|cuda]   (default cpu)
 """
 import json
-import sys
 
 import torch
+
+import trace_args
 
 STEPS = 12
 INIT_SCALE = 1024.0
@@ -28,22 +30,26 @@ def found_inf(scaler, opt):
     return sum(v.item() for v in scaler._found_inf_per_device(opt).values())
 
 
-def main(out_path):
+def main(out_path, device):
     torch.manual_seed(3)
     model0, model1 = torch.nn.Linear(4, 3), torch.nn.Linear(4, 3)
     x, y0, y1 = torch.randn(16, 4), torch.randn(16, 3), torch.randn(16, 3)
+    initial = [p.detach().clone() for p in list(model0.parameters()) + list(model1.parameters())]
+    model0.to(device)
+    model1.to(device)
+    xd, y0d, y1d = x.to(device), y0.to(device), y1.to(device)
     params0, params1 = list(model0.parameters()), list(model1.parameters())
-    initial = [p.detach().clone() for p in params0 + params1]
-    opt0 = torch.optim.SGD(params0, lr=LR, momentum=MOMENTUM)
-    opt1 = torch.optim.SGD(params1, lr=LR, momentum=MOMENTUM)
-    scaler = torch.amp.GradScaler("cpu", init_scale=INIT_SCALE, growth_factor=GROWTH_FACTOR,
-                                  backoff_factor=BACKOFF_FACTOR, growth_interval=GROWTH_INTERVAL)
+    # foreach=False: the single-tensor loop LibTorch's SGD runs (Python's default on CUDA is the foreach one).
+    opt0 = torch.optim.SGD(params0, lr=LR, momentum=MOMENTUM, foreach=False)
+    opt1 = torch.optim.SGD(params1, lr=LR, momentum=MOMENTUM, foreach=False)
+    scaler = torch.amp.GradScaler(device, init_scale=INIT_SCALE, growth_factor=GROWTH_FACTOR,
+                                   backoff_factor=BACKOFF_FACTOR, growth_interval=GROWTH_INTERVAL)
     trace = []
     for step in range(STEPS):
         opt0.zero_grad()
         opt1.zero_grad()
-        loss0 = torch.nn.functional.mse_loss(model0(x), y0, reduction="sum")
-        loss1 = torch.nn.functional.mse_loss(model1(x), y1, reduction="sum")
+        loss0 = torch.nn.functional.mse_loss(model0(xd), y0d, reduction="sum")
+        loss1 = torch.nn.functional.mse_loss(model1(xd), y1d, reduction="sum")
         scale_backward = scaler.get_scale()  # the scale backward() multiplies every gradient by
         scaler.scale(loss0 + loss1).backward()
         if step in INF_GRAD_0:
@@ -76,6 +82,7 @@ def main(out_path):
         refused = str(e)
     doc = {
         "torch_version": torch.__version__,
+        "device": device,
         "config": {"steps": STEPS, "init_scale": INIT_SCALE, "growth_factor": GROWTH_FACTOR,
                    "backoff_factor": BACKOFF_FACTOR, "growth_interval": GROWTH_INTERVAL, "lr": LR,
                    "momentum": MOMENTUM, "inf_grad_0": INF_GRAD_0, "inf_grad_1": INF_GRAD_1},
@@ -89,4 +96,4 @@ def main(out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*trace_args.parse())
