@@ -368,7 +368,7 @@ void report(const Result& m, lab::Report& r) {
 
   // After the answer: the op table alone is the screen before the question (it fits 80x40).
   r.detail_section(fmt::format("One Linear({}, {}) layer, batch {}: autocast and fp32, both against fp64",
-                        kInFeatures, kOutFeatures, kBatch));
+                               kInFeatures, kOutFeatures, kBatch));
   r.observe("autocast_rel_err", "autocast max error vs fp64 (share of max |y|)", m.err_amp, "",
             lab::sci(m.err_amp));
   r.observe("fp32_rel_err", "fp32 max error vs fp64 (share of max |y|)", m.err_fp32, "",

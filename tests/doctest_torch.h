@@ -7,5 +7,9 @@
 
 #include <torch/types.h>
 
-inline std::string dtype_name(torch::ScalarType t) { return c10::toString(t); }
-inline std::string dtype_of(const torch::Tensor& t) { return dtype_name(t.scalar_type()); }
+inline std::string dtype_name(torch::ScalarType t) {
+  return c10::toString(t);
+}
+inline std::string dtype_of(const torch::Tensor& t) {
+  return dtype_name(t.scalar_type());
+}

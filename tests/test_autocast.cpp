@@ -45,7 +45,8 @@ TEST_CASE("the autocast state is restored after nested regions") {
       {
         amp::Autocast off(kCPU, std::nullopt, /*enabled=*/false);
         CHECK_FALSE(amp::is_autocast_enabled(at::kCPU));
-        CHECK(dtype_name(off.dtype()) == dtype_name(torch::kHalf));  // nullopt takes the current dtype, as Python does
+        CHECK(dtype_name(off.dtype()) ==
+              dtype_name(torch::kHalf));  // nullopt takes the current dtype, as Python does
       }
       CHECK(cpu_state() == AutocastState{true, torch::kHalf, false});
     }
@@ -118,8 +119,8 @@ TEST_CASE("the cast cache lives until the outermost region ends") {
 
 TEST_CASE("a dtype other than fp16 or bf16 is refused, unless autocast is disabled") {
   CHECK_THROWS_AS(amp::Autocast(kCPU, torch::kFloat), amp::AutocastError);
-  CHECK_THROWS_WITH_AS(amp::Autocast(kCPU, torch::kDouble),
-                       doctest::Contains("must be float16 or bfloat16"), amp::AutocastError);
+  CHECK_THROWS_WITH_AS(amp::Autocast(kCPU, torch::kDouble), doctest::Contains("must be float16 or bfloat16"),
+                       amp::AutocastError);
   CHECK_NOTHROW(amp::Autocast(kCPU, torch::kFloat, /*enabled=*/false));
   CHECK_FALSE(amp::is_autocast_enabled(at::kCPU));
 }
@@ -133,7 +134,8 @@ TEST_CASE("the default lower-precision dtype is bf16 on the CPU") {
 // One test for both kinds of machine: each branch asserts what must hold there.
 TEST_CASE("CUDA autocast is refused without a GPU, and defaults to fp16 mm with one") {
   if (!amp::cuda_available()) {
-    CHECK_THROWS_WITH_AS(amp::Autocast(torch::kCUDA), doctest::Contains("no CUDA device"), amp::AutocastError);
+    CHECK_THROWS_WITH_AS(amp::Autocast(torch::kCUDA), doctest::Contains("no CUDA device"),
+                         amp::AutocastError);
     CHECK_FALSE(amp::is_autocast_enabled(at::kCUDA));
     return;
   }

@@ -68,8 +68,8 @@ Result run(const std::string& args, const std::string& input = "", const std::st
   const std::string tag = std::to_string(::getpid()) + "_" + std::to_string(n++);
   const fs::path in = scratch(tag + ".in"), out = scratch(tag + ".out"), err = scratch(tag + ".err");
   std::ofstream(in) << input;
-  const std::string cmd = "NO_COLOR=1 " + env + " \"" AMP_LAB_BINARY_DIR "/bin/" + program + "\" " + args + " < \"" +
-                          in.string() + "\" > \"" + out.string() + "\" 2> \"" + err.string() + "\"";
+  const std::string cmd = "NO_COLOR=1 " + env + " \"" AMP_LAB_BINARY_DIR "/bin/" + program + "\" " + args +
+                          " < \"" + in.string() + "\" > \"" + out.string() + "\" 2> \"" + err.string() + "\"";
   const int status = std::system(cmd.c_str());
   Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out), slurp(err)};
   fs::remove(in), fs::remove(out), fs::remove(err);
@@ -82,15 +82,19 @@ int sh(const std::string& script) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The text with every run of spaces and newlines made one space: wrapped prose compares with its source.
 std::string squeeze(const std::string& text) {
   std::string out;
   for (char c : text) {
     const bool blank = c == ' ' || c == '\n';
-    if (!blank) out += c;
-    else if (!out.empty() && out.back() != ' ') out += ' ';
+    if (!blank)
+      out += c;
+    else if (!out.empty() && out.back() != ' ')
+      out += ' ';
   }
   return out;
 }
@@ -149,7 +153,9 @@ TEST_CASE("scripted wrong answers are marked wrong with the correct option and a
   CHECK(has(r.out, "Score: 0/2 right (2 wrong, 0 skipped)"));
 }
 
-TEST_CASE("interactive input: invalid answers prompt again, upper case counts, h shows the hint, and --json counts it") {
+TEST_CASE(
+    "interactive input: invalid answers prompt again, upper case counts, h shows the hint, and --json counts "
+    "it") {
   const fs::path json = scratch("hints.json");
   const auto r = run(kTwo + " --json " + json.string(), "x\n\nh\nC\n  d \n");
   CHECK(r.code == 0);
@@ -185,7 +191,9 @@ TEST_CASE("q quits with the summary") {
   CHECK(has(r.out, "Score: 0/2 right"));
 }
 
-TEST_CASE("before the prompt the walk shows what the lab measured, and its checks and title only after the answer") {
+TEST_CASE(
+    "before the prompt the walk shows what the lab measured, and its checks and title only after the "
+    "answer") {
   const auto lab = run("run number-formats --quick --json");
   REQUIRE(lab.code == 0);
   const auto report = nlohmann::json::parse(lab.out);
@@ -207,7 +215,7 @@ TEST_CASE("before the prompt the walk shows what the lab measured, and its check
     CHECK(has(squeeze(after), squeeze(claim)));
   }
   CHECK(after.find("The answer is c)") < after.find("verdict: PASS"));  // the answer first, then the checks
-  CHECK_FALSE(has(r.out, "Enter: next lab"));  // scripted: no pause
+  CHECK_FALSE(has(r.out, "Enter: next lab"));                           // scripted: no pause
 }
 
 TEST_CASE("--reveal shows the answer key, and --json writes every lab of the default track") {
@@ -252,7 +260,8 @@ TEST_CASE("--track recipes walks questions 9 to 12, each lab's checks holding, a
   const auto list = run("list");
   const auto at = list.out.find("track recipes");
   REQUIRE(at != std::string::npos);
-  for (const char* lab : {"gradient-accumulation", "gradient-penalty", "multiple-optimizers", "custom-autograd"})
+  for (const char* lab :
+       {"gradient-accumulation", "gradient-penalty", "multiple-optimizers", "custom-autograd"})
     CHECK(list.out.find(lab) > at);
   const auto outside = run("quiz --track recipes --only 3");
   CHECK(outside.code == 2);
@@ -369,7 +378,8 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
       {"quiz --track nope", "--track: no track named 'nope' (tracks: core"},
       {"list --frob", "frob"},
       {"quiz --answers ab" + std::string(core.size(), 'a'),
-       "--answers has " + std::to_string(core.size() + 2) + " letters for " + std::to_string(core.size()) + " questions"},
+       "--answers has " + std::to_string(core.size() + 2) + " letters for " + std::to_string(core.size()) +
+           " questions"},
       {"quiz --answers " + std::string(core.size(), 'z'), "'z' is not one of a, b, c, d or s"},
       {"quiz --dtype fp32", "--dtype must be fp16 or bf16, got 'fp32'"},
       {"quiz --device tpu", "--device must be auto, cpu or cuda, got 'tpu'"},
@@ -386,7 +396,8 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
       {"--" + std::string(30000, 'y'), "is 30002 bytes long"},
       {"run 3 -" + std::string(30000, 'q'), "is 30001 bytes long"},
       {"quiz --quiz " + std::string(40000, 'p'), "is 40000 bytes long"},
-      {"quiz --quiz " + bad_quiz.string(), bad_quiz.string() + ":3:5: questions[0].prompt: missing (required)"},
+      {"quiz --quiz " + bad_quiz.string(),
+       bad_quiz.string() + ":3:5: questions[0].prompt: missing (required)"},
       {"run no-such-lab", "no lab named 'no-such-lab'"},
       {"run", "which lab?"},
   };
@@ -396,7 +407,7 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
     CHECK(r.code == 2);
     CHECK(has(r.err, c.message));
     CHECK(count(r.err, "\n") == 1);  // one line, no stack trace
-    CHECK(r.err.size() < 600);        // a 40 KB argument is not echoed whole
+    CHECK(r.err.size() < 600);       // a 40 KB argument is not echoed whole
   }
   fs::remove(bad_quiz);
 }
@@ -407,7 +418,7 @@ TEST_CASE("a flag's value is honoured: --flip=false, --json=false, --quick=0, --
   const auto text = run("run number-formats --quick --json=false");
   CHECK(text.code == 0);
   CHECK(has(text.out, "verdict: PASS"));
-  CHECK(text.out.rfind("{", 0) != 0);  // not JSON
+  CHECK(text.out.rfind("{", 0) != 0);                                  // not JSON
   const auto reveal_off = run(kTwo + " --reveal=false --answers cd");  // --reveal would refuse --answers
   CHECK(reveal_off.code == 0);
   CHECK(has(reveal_off.out, "Score: 2/2 right"));
@@ -433,15 +444,19 @@ TEST_CASE("a quiz file that is not UTF-8 is refused on load, before the walk wri
   std::string text = slurp(AMP_LAB_SOURCE_DIR "/quiz.yaml");
   const size_t at = text.find("Mixed Precision");
   REQUIRE(at != std::string::npos);
-  text.replace(at, 5, "Mix\xe9" "d");
+  text.replace(at, 5,
+               "Mix\xe9"
+               "d");
   const size_t line_start = text.rfind('\n', at) + 1;  // where the bad byte is: line and column, from 1
   const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n');
   const auto column = at + 3 - line_start + 1;
   std::ofstream(quiz) << text;
   fs::remove(json);
-  const auto r = run("quiz --reveal --quick --device cpu --quiz " + quiz.string() + " --json " + json.string());
+  const auto r =
+      run("quiz --reveal --quick --device cpu --quiz " + quiz.string() + " --json " + json.string());
   CHECK(r.code == 2);
-  CHECK(has(r.err, ":" + std::to_string(line) + ":" + std::to_string(column) + ": encoding: byte '\\xe9' is not UTF-8"));
+  CHECK(has(r.err, ":" + std::to_string(line) + ":" + std::to_string(column) +
+                       ": encoding: byte '\\xe9' is not UTF-8"));
   CHECK_FALSE(fs::exists(json));
   fs::remove(quiz);
 }
@@ -465,7 +480,8 @@ TEST_CASE("output that cannot be written is an error: stdout on a full disk or c
   CHECK(has(slurp(err), "lab03_number_formats: cannot write to standard output"));
   CHECK(sh(bin + "amp-lab list >&- 2> " + err.string()) == 3);
   CHECK(has(slurp(err), "standard output is closed"));
-  CHECK(sh(bin + "amp-lab quiz --reveal --quick --device cpu --only 3 --json /dev/full > /dev/null 2> " + err.string()) == 3);
+  CHECK(sh(bin + "amp-lab quiz --reveal --quick --device cpu --only 3 --json /dev/full > /dev/null 2> " +
+           err.string()) == 3);
   CHECK(has(slurp(err), "--json: writing '/dev/full' failed: No space left on device"));
   // An unwritable path is found before any lab runs.
   const auto r = run(kTwo + " --answers cd --json /nonexistent/dir/walk.json");
@@ -508,11 +524,12 @@ Result signalled(const std::string& args, const std::string& ready, const std::s
   fs::create_directories(dir);
   const std::string d = dir.string();
   std::ofstream(dir / "run.sh") << "cd '" << d << "'\nmkfifo in\nexec 3<>in\n"
-                                 << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args << " <in >out 2>err &\n"
-                                 << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready
-                                 << "' out && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done\n"
-                                 << "for s in " << signals << "; do kill -$s $pid; sleep 0.05; done\n"
-                                 << "wait $pid\necho $? > code\n";
+                                << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args
+                                << " <in >out 2>err &\n"
+                                << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready
+                                << "' out && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done\n"
+                                << "for s in " << signals << "; do kill -$s $pid; sleep 0.05; done\n"
+                                << "wait $pid\necho $? > code\n";
   REQUIRE(std::system(("bash '" + (dir / "run.sh").string() + "'").c_str()) == 0);
   Result r{std::stoi(slurp(dir / "code")), slurp(dir / "out"), slurp(dir / "err")};
   fs::remove_all(dir);
@@ -577,9 +594,12 @@ class Terminal {
     }
     return false;
   }
-  void type(const std::string& keys) { REQUIRE(::write(fd_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size())); }
+  void type(const std::string& keys) {
+    REQUIRE(::write(fd_, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size()));
+  }
   int wait_exit() {
-    while (expect("\x01never\x01")) {}
+    while (expect("\x01never\x01")) {
+    }
     int status = 0;
     ::waitpid(pid_, &status, 0);
     exited_ = true;
@@ -653,8 +673,10 @@ struct FullDisk {
   bool mounted = false;
   std::string why_not;
   FullDisk() {
-    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0) mounted = true;
-    else why_not = std::string("cannot mount a tmpfs here (") + std::strerror(errno) + ")";
+    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0)
+      mounted = true;
+    else
+      why_not = std::string("cannot mount a tmpfs here (") + std::strerror(errno) + ")";
   }
   ~FullDisk() {
     if (mounted) ::umount2(folder.path.c_str(), MNT_DETACH);
@@ -664,8 +686,9 @@ struct FullDisk {
 // Runs lab 06 in quick mode through bash with `prefix` before it (environment, ulimit), stdout discarded.
 Result lab06(const std::string& prefix) {
   const fs::path err = scratch("lab06_" + std::to_string(::getpid()) + ".err");
-  const int code = sh(prefix + " NO_COLOR=1 exec \"" AMP_LAB_BINARY_DIR "/bin/lab06_amp_api\" --quick > /dev/null 2> " +
-                      err.string());
+  const int code =
+      sh(prefix + " NO_COLOR=1 exec \"" AMP_LAB_BINARY_DIR "/bin/lab06_amp_api\" --quick > /dev/null 2> " +
+         err.string());
   Result r{code, "", slurp(err)};
   fs::remove(err);
   return r;
@@ -739,12 +762,15 @@ const std::string kLab06 = "\"" AMP_LAB_BINARY_DIR "/bin/lab06_amp_api\"";
 
 }  // namespace
 
-TEST_CASE("lab 06 leaves a symlink planted at its old predictable scratch name, and the file it points to, untouched") {
+TEST_CASE(
+    "lab 06 leaves a symlink planted at its old predictable scratch name, and the file it points to, "
+    "untouched") {
   Folder tmp("amp_lab_cli_symlink"), elsewhere("amp_lab_cli_victim");
   const fs::path victim = elsewhere.path / "precious.txt";
   std::ofstream(victim) << "precious";
   // The name lab 06 used before: amp_lab_06_<pid>.pt in TMPDIR; exec keeps the shell's pid for the lab.
-  const auto r = watch(tmp.path, kLab06 + " --quick", "ln -s '" + victim.string() + "' \"$TMPDIR/amp_lab_06_$$.pt\"");
+  const auto r =
+      watch(tmp.path, kLab06 + " --quick", "ln -s '" + victim.string() + "' \"$TMPDIR/amp_lab_06_$$.pt\"");
   CHECK(r.code == 0);
   CHECK(r.err.empty());
   CHECK(slurp(victim) == "precious");
@@ -775,7 +801,9 @@ TEST_CASE("lab 06 leaves nothing in TMPDIR after a run, and an empty TMPDIR mean
   CHECK(empty.err.empty());
 }
 
-TEST_CASE("lab 06 killed by SIGTERM, SIGINT or SIGHUP mid-run removes its private scratch folder and dies by the signal") {
+TEST_CASE(
+    "lab 06 killed by SIGTERM, SIGINT or SIGHUP mid-run removes its private scratch folder and dies by the "
+    "signal") {
   for (const auto& [name, number] : {std::pair<std::string, int>{"TERM", 15}, {"INT", 2}, {"HUP", 1}}) {
     CAPTURE(name);
     Folder tmp("amp_lab_cli_signal");
@@ -786,9 +814,11 @@ TEST_CASE("lab 06 killed by SIGTERM, SIGINT or SIGHUP mid-run removes its privat
   }
 }
 
-TEST_CASE("under amp-lab, SIGTERM during lab 06 ends the walk with its summary and leaves no scratch folder") {
+TEST_CASE(
+    "under amp-lab, SIGTERM during lab 06 ends the walk with its summary and leaves no scratch folder") {
   Folder tmp("amp_lab_cli_walk");
-  const auto r = watch(tmp.path, "\"" AMP_LAB_BINARY_DIR "/bin/amp-lab\" quiz --device cpu --only 6 < /dev/null", "", "TERM");
+  const auto r = watch(
+      tmp.path, "\"" AMP_LAB_BINARY_DIR "/bin/amp-lab\" quiz --device cpu --only 6 < /dev/null", "", "TERM");
   REQUIRE(r.seen_mode == "700");
   CHECK(has(r.out, "Stopped (terminated)."));
   CHECK(has(r.out, "Summary"));
@@ -796,10 +826,13 @@ TEST_CASE("under amp-lab, SIGTERM during lab 06 ends the walk with its summary a
   CHECK(tmp.entries().empty());
 }
 
-TEST_CASE("under amp-lab, a second Ctrl-C during lab 06 stops it now, with the summary, and leaves no scratch folder") {
+TEST_CASE(
+    "under amp-lab, a second Ctrl-C during lab 06 stops it now, with the summary, and leaves no scratch "
+    "folder") {
   Folder tmp("amp_lab_cli_walk2");
-  const auto r = watch(tmp.path, "\"" AMP_LAB_BINARY_DIR "/bin/amp-lab\" quiz --device cpu --only 6 < /dev/null", "",
-                       "INT INT");
+  const auto r =
+      watch(tmp.path, "\"" AMP_LAB_BINARY_DIR "/bin/amp-lab\" quiz --device cpu --only 6 < /dev/null", "",
+            "INT INT");
   REQUIRE(r.seen_mode == "700");
   CHECK(has(r.err, "stopping after this lab (Ctrl-C again to stop now)"));
   CHECK(has(r.out, "Stopped (interrupted)."));
@@ -831,7 +864,8 @@ struct FakeLabs {
   std::string env() const { return "AMP_LAB_LAB_DIR=" + folder.path.string(); }
 };
 
-test_support::ProcessResult quiz_with(const std::vector<std::string>& env, const std::vector<std::string>& args) {
+test_support::ProcessResult quiz_with(const std::vector<std::string>& env,
+                                      const std::vector<std::string>& args) {
   std::vector<std::string> argv{AMP_LAB_BINARY_DIR "/bin/amp-lab", "quiz", "--no-color"};
   argv.insert(argv.end(), args.begin(), args.end());
   return test_support::run_process(argv, /*timeout_s=*/300, env);
@@ -852,34 +886,42 @@ std::vector<int> processes_of(const std::string& exe) {
 
 }  // namespace
 
-TEST_CASE("a lab that crashes, prints no report or is not built costs the walk one line, and the walk goes on") {
+TEST_CASE(
+    "a lab that crashes, prints no report or is not built costs the walk one line, and the walk goes on") {
   struct Case {
     std::string body, message;
   };
   const Case cases[] = {
-      {"kill -SEGV $$", "The lab failed: lab 03 number-formats crashed: killed by signal 11 (Segmentation fault)"},
+      {"kill -SEGV $$",
+       "The lab failed: lab 03 number-formats crashed: killed by signal 11 (Segmentation fault)"},
       {"echo 'not a report'", "The lab failed: it printed no readable report"},
-      {"echo 'lab03_number_formats: lab failed: out of cheese' >&2; exit 3", "The lab failed: out of cheese\n"},
+      {"echo 'lab03_number_formats: lab failed: out of cheese' >&2; exit 3",
+       "The lab failed: out of cheese\n"},
       {"", "The lab failed: lab 03 number-formats is not built here"},
   };
   for (const auto& c : cases) {
     CAPTURE(c.body);
     FakeLabs labs;
-    if (c.body.empty()) fs::remove(labs.folder.path / "lab03_number_formats");
-    else labs.replace("lab03_number_formats", c.body);
-    const auto r = quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--answers", "cd"});
+    if (c.body.empty())
+      fs::remove(labs.folder.path / "lab03_number_formats");
+    else
+      labs.replace("lab03_number_formats", c.body);
+    const auto r =
+        quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--answers", "cd"});
     CHECK(r.code == 3);  // a lab failed to run
     CHECK(has(r.out, c.message));
     CHECK(count(r.out, "The lab failed") == 1);
-    CHECK(has(r.out, "Q3. "));  // its question is still asked, without its numbers
-    CHECK(has(r.out, "Q8. "));  // and the walk goes on
+    CHECK(has(r.out, "Q3. "));           // its question is still asked, without its numbers
+    CHECK(has(r.out, "Q8. "));           // and the walk goes on
     CHECK(has(r.out, "verdict: PASS"));  // lab 08's report
     CHECK(has(r.out, "Lab checks: did NOT all hold: 1 of 1 lab that reported passed; 1 lab failed to run"));
     CHECK(inert(r.out));
   }
 }
 
-TEST_CASE("the walk waits for a lab still being built, and a lab whose build failed is a failed lab pointing to the log") {
+TEST_CASE(
+    "the walk waits for a lab still being built, and a lab whose build failed is a failed lab pointing to "
+    "the log") {
   FakeLabs labs;
   fs::remove(labs.folder.path / "lab03_number_formats");  // "built" only when its .ok appears
   Folder status("amp_lab_cli_status");
@@ -891,8 +933,8 @@ TEST_CASE("the walk waits for a lab still being built, and a lab whose build fai
                       labs.real("lab03_number_formats") + " " + labs.folder.path.string() +
                       "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
                       "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " AMP_LAB_BINARY_DIR +
-                      "/bin/amp-lab quiz --quick --device cpu --only 3,8 --answers cd > " + d + "/out 2>&1; " +
-                      "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
+                      "/bin/amp-lab quiz --quick --device cpu --only 3,8 --answers cd > " + d +
+                      "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
   const std::string out = slurp(status.path / "out");
   CHECK(code == 3);
   CHECK(has(out, "70000"));  // lab 03 ran once built
@@ -901,7 +943,8 @@ TEST_CASE("the walk waits for a lab still being built, and a lab whose build fai
   CHECK_FALSE(has(out, "building lab"));  // no live line into a file
 }
 
-TEST_CASE("on a terminal a slow lab shows a live line that is erased before its report, and a pipe never sees it") {
+TEST_CASE(
+    "on a terminal a slow lab shows a live line that is erased before its report, and a pipe never sees it") {
   FakeLabs labs;
   labs.replace("lab03_number_formats", "sleep 1.5; exec " + labs.real("lab03_number_formats") + " \"$@\"");
   Terminal t("quiz --quick --device cpu --only 3 --answers c", labs.env());
@@ -924,28 +967,33 @@ TEST_CASE("on a terminal a slow lab shows a live line that is erased before its 
 namespace {
 
 // The quiz with stdin on a FIFO that never delivers a line and the labs of `labs`; once `ready` shows in
-// its output and the fake lab has started, sends each of `signals` 300 ms apart. After the first, records whether the fake lab (which
-// wrote its pid to labpid) was still running when "stopping after this lab" showed on stderr.
+// its output and the fake lab has started, sends each of `signals` 300 ms apart. After the first, records
+// whether the fake lab (which wrote its pid to labpid) was still running when "stopping after this lab"
+// showed on stderr.
 struct Stopped {
   Result r;
   bool lab_alive_at_message = false;
   bool lab_left = false;  // the fake lab's process was still there after the walk ended
 };
-Stopped stop_walk(const FakeLabs& labs, const std::string& args, const std::string& ready, const std::string& signals) {
+Stopped stop_walk(const FakeLabs& labs, const std::string& args, const std::string& ready,
+                  const std::string& signals) {
   Folder dir("amp_lab_cli_stop");
   const std::string d = dir.path.string();
   std::ofstream(dir.path / "run.sh")
       << "cd '" << d << "'\nmkfifo in\nexec 3<>in\nexport " << labs.env() << " LABPID='" << d << "/labpid'\n"
       << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args << " <in >out 2>err &\n"
-      << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready << "' out && break; sleep 0.05; done\n"
+      << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready
+      << "' out && break; sleep 0.05; done\n"
       // The fake lab has started (a signal before it starts stops the walk at once, with no lab to wait for).
       << "for i in $(seq 600); do [ -s labpid ] && break; sleep 0.05; done\n"
       << "first=1\nfor s in " << signals << "; do kill -$s $pid\n"
-      << "  if [ $first = 1 ]; then for i in $(seq 40); do grep -q 'stopping after this lab' err && break; sleep 0.025; done\n"
+      << "  if [ $first = 1 ]; then for i in $(seq 40); do grep -q 'stopping after this lab' err && break; "
+         "sleep 0.025; done\n"
       << "    kill -0 $(cat labpid) 2>/dev/null && echo yes > alive; first=0; fi\n"
       << "  sleep 0.3; done\nwait $pid\necho $? > code\n"
       // A zombie (killed, not yet reaped by init) is not left running.
-      << "sleep 0.2; grep -qs '^State:[[:space:]]*[RSDTtWPIK]' /proc/$(cat labpid)/status && echo yes > left\ntrue\n";
+      << "sleep 0.2; grep -qs '^State:[[:space:]]*[RSDTtWPIK]' /proc/$(cat labpid)/status && echo yes > "
+         "left\ntrue\n";
   REQUIRE(std::system(("bash '" + d + "/run.sh'").c_str()) == 0);
   return {Result{std::stoi(slurp(dir.path / "code")), slurp(dir.path / "out"), slurp(dir.path / "err")},
           fs::exists(dir.path / "alive"), fs::exists(dir.path / "left")};
@@ -953,7 +1001,9 @@ Stopped stop_walk(const FakeLabs& labs, const std::string& args, const std::stri
 
 }  // namespace
 
-TEST_CASE("the first Ctrl-C during a lab says at once that the walk stops after it, and the lab ends its run before the summary") {
+TEST_CASE(
+    "the first Ctrl-C during a lab says at once that the walk stops after it, and the lab ends its run "
+    "before the summary") {
   FakeLabs labs;
   labs.replace("lab03_number_formats",
                "echo $$ > \"$LABPID\"; sleep 2; exec " + labs.real("lab03_number_formats") + " \"$@\"");
@@ -962,12 +1012,15 @@ TEST_CASE("the first Ctrl-C during a lab says at once that the walk stops after 
   CHECK(s.lab_alive_at_message);  // said while the lab still ran, not after it
   CHECK(has(s.r.out, "Stopped (interrupted)."));
   const auto checks = nlohmann::json::parse(run("run number-formats --quick --json").out)["checks"].size();
-  CHECK(has(s.r.out, std::to_string(checks) + "/" + std::to_string(checks) + " pass"));  // the lab finished its run
+  CHECK(has(s.r.out,
+            std::to_string(checks) + "/" + std::to_string(checks) + " pass"));  // the lab finished its run
   CHECK_FALSE(has(s.r.out, "Your answer"));
   CHECK(s.r.code == 130);
 }
 
-TEST_CASE("a second Ctrl-C stops the running lab now: reported as interrupted, not failed, and nothing is left running") {
+TEST_CASE(
+    "a second Ctrl-C stops the running lab now: reported as interrupted, not failed, and nothing is left "
+    "running") {
   FakeLabs labs;
   // A lab that would run for a minute, with a child in its process group.
   labs.replace("lab03_number_formats", "sleep 60 & echo $! > \"$LABPID\"; wait");
@@ -990,7 +1043,8 @@ TEST_CASE("Ctrl-C twice during lab 13 stops it and leaves none of its rank proce
   const std::string d = dir.path.string();
   std::ofstream(dir.path / "run.sh")
       << "cd '" << d << "'\nmkfifo in\nexec 3<>in\n"
-      << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' quiz --track all --device cpu --only 13 <in >out 2>err &\n"
+      << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR
+         "/bin/amp-lab' quiz --track all --device cpu --only 13 <in >out 2>err &\n"
       << "pid=$!\n"
       // Once the lab and at least one rank run (three processes of lab 13's executable), Ctrl-C twice.
       << "for i in $(seq 600); do n=0; for p in /proc/[0-9]*; do [ \"$(readlink $p/exe)\" = '" << exe
@@ -1009,9 +1063,11 @@ TEST_CASE("a signal right after amp-lab quiz starts still ends with the summary 
   Folder dir("amp_lab_cli_early");
   const std::string d = dir.path.string(), bin = AMP_LAB_BINARY_DIR "/bin/amp-lab";
   // As soon as the process is amp-lab (exec done), 50 ms later: SIGTERM.
-  std::ofstream(dir.path / "run.sh") << "cd '" << d << "'\n'" << bin << "' quiz --quick --device cpu --only 3,8 "
+  std::ofstream(dir.path / "run.sh") << "cd '" << d << "'\n'" << bin
+                                     << "' quiz --quick --device cpu --only 3,8 "
                                      << "--json walk.json </dev/null >out 2>err &\npid=$!\n"
-                                     << "until [ \"$(readlink /proc/$pid/exe)\" = '" << bin << "' ]; do :; done\n"
+                                     << "until [ \"$(readlink /proc/$pid/exe)\" = '" << bin
+                                     << "' ]; do :; done\n"
                                      << "sleep 0.05; kill -TERM $pid\nwait $pid\necho $? > code\n";
   REQUIRE(std::system(("bash '" + d + "/run.sh'").c_str()) == 0);
   CHECK(std::stoi(slurp(dir.path / "code")) == 143);
@@ -1023,15 +1079,17 @@ TEST_CASE("a signal right after amp-lab quiz starts still ends with the summary 
 
 // ---- The --json file ---------------------------------------------------------------------------------
 
-TEST_CASE("two walks writing the same --json file at once leave one whole run's output, and no temporary file") {
+TEST_CASE(
+    "two walks writing the same --json file at once leave one whole run's output, and no temporary file") {
   for (int attempt = 0; attempt < 2; ++attempt) {
     CAPTURE(attempt);
     Folder dir("amp_lab_cli_json2");
     const std::string f = (dir.path / "walk.json").string(), bin = AMP_LAB_BINARY_DIR "/bin/amp-lab";
     // Waited for by process id: `wait %2` fails with "no such job" (127) when that walk ended first.
-    const int code = sh("'" + bin + "' quiz --quick --device cpu --only 3,8 --answers cd --json " + f +
-                        " >/dev/null 2>&1 & a=$!; '" + bin + "' quiz --quick --device cpu --only 6 --answers a --json " +
-                        f + " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
+    const int code =
+        sh("'" + bin + "' quiz --quick --device cpu --only 3,8 --answers cd --json " + f +
+           " >/dev/null 2>&1 & a=$!; '" + bin + "' quiz --quick --device cpu --only 6 --answers a --json " +
+           f + " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
     CHECK(code == 0);
     const auto j = nlohmann::json::parse(slurp(f));  // throws (fails the test) on a mix of the two
     std::vector<int> numbers;
@@ -1075,12 +1133,15 @@ TEST_CASE("--json naming a file the walk reads is refused before any lab runs, h
 
 // ---- Output that cannot be written, echoed input -----------------------------------------------------
 
-TEST_CASE("help and version to a full disk or a closed stdout fail with one line, and a lab's write error shows once") {
+TEST_CASE(
+    "help and version to a full disk or a closed stdout fail with one line, and a lab's write error shows "
+    "once") {
   const std::string bin = AMP_LAB_BINARY_DIR "/bin/";
   const fs::path err = scratch("help_err");
-  const std::string commands[] = {"amp-lab --version", "amp-lab --help", "amp-lab help", "amp-lab run --help",
-                                  "amp-lab run 3 --help", "lab03_number_formats --help", "amp-lab quiz --help",
-                                  "amp-lab info --help"};
+  const std::string commands[] = {"amp-lab --version",    "amp-lab --help",
+                                  "amp-lab help",         "amp-lab run --help",
+                                  "amp-lab run 3 --help", "lab03_number_formats --help",
+                                  "amp-lab quiz --help",  "amp-lab info --help"};
   for (const auto& c : commands) {
     for (const char* to : {"> /dev/full", ">&-"}) {
       CAPTURE(c);
@@ -1101,8 +1162,9 @@ TEST_CASE("quiz --help quotes AMP_LAB_QUIZ: escape bytes come out inert and a 10
   const auto r = run("quiz --help", "", "amp-lab");
   REQUIRE(r.code == 0);
   const fs::path out = scratch("help_out");
-  REQUIRE(sh("AMP_LAB_QUIZ=\"$(printf \"\\033[2J\\033]0;pwned\\007\")$(head -c 100000 /dev/zero | tr \"\\\\0\" x)\" " AMP_LAB_BINARY_DIR
-             "/bin/amp-lab quiz --help > " + out.string()) == 0);
+  REQUIRE(sh("AMP_LAB_QUIZ=\"$(printf \"\\033[2J\\033]0;pwned\\007\")$(head -c 100000 /dev/zero | tr "
+             "\"\\\\0\" x)\" " AMP_LAB_BINARY_DIR "/bin/amp-lab quiz --help > " +
+             out.string()) == 0);
   const std::string help = slurp(out);
   fs::remove(out);
   CHECK(inert(help));
@@ -1112,8 +1174,10 @@ TEST_CASE("quiz --help quotes AMP_LAB_QUIZ: escape bytes come out inert and a 10
 
 // ---- Names, help, plurals, dtypes --------------------------------------------------------------------
 
-TEST_CASE("amp-lab run takes a lab by number, zero-padded number, id, id with underscores or executable name") {
-  for (const char* name : {"02", "2", "loss-scaling", "loss_scaling", "02_loss_scaling", "lab02_loss_scaling"}) {
+TEST_CASE(
+    "amp-lab run takes a lab by number, zero-padded number, id, id with underscores or executable name") {
+  for (const char* name :
+       {"02", "2", "loss-scaling", "loss_scaling", "02_loss_scaling", "lab02_loss_scaling"}) {
     CAPTURE(name);
     const auto r = run(std::string("run ") + name + " --quick --json");
     CHECK(r.code == 0);
@@ -1121,7 +1185,8 @@ TEST_CASE("amp-lab run takes a lab by number, zero-padded number, id, id with un
   }
   const auto near = run("run loss-scalin");
   CHECK(near.code == 2);
-  CHECK(near.err == "amp-lab run: no lab named 'loss-scalin'; did you mean loss-scaling? (see: amp-lab list)\n");
+  CHECK(near.err ==
+        "amp-lab run: no lab named 'loss-scalin'; did you mean loss-scaling? (see: amp-lab list)\n");
   const auto far = run("run xyzzy");
   CHECK(far.code == 2);
   CHECK(far.err == "amp-lab run: no lab named 'xyzzy' (see: amp-lab list)\n");
@@ -1145,7 +1210,9 @@ TEST_CASE("quiz --help lists every track of the quiz file it reads, with its num
   fs::remove(two);
 }
 
-TEST_CASE("each lab's header states its own 16-bit type: fp16 for the labs that always run it, and no global dtype") {
+TEST_CASE(
+    "each lab's header states its own 16-bit type: fp16 for the labs that always run it, and no global "
+    "dtype") {
   std::string only;
   std::vector<const lab::LabDecl*> fp16_labs;
   for (int n : {1, 2, 9, 10, 11, 12}) {
@@ -1169,13 +1236,17 @@ TEST_CASE("each lab's header states its own 16-bit type: fp16 for the labs that 
 
 // ---- The summary -------------------------------------------------------------------------------------
 
-TEST_CASE("the summary shows no answer of a question not answered, and ends with the commands that retry and go on") {
-  const auto r = run("quiz --quick --device cpu --only 3,4,8", "b\ns\n");  // wrong, skipped, then end of input
+TEST_CASE(
+    "the summary shows no answer of a question not answered, and ends with the commands that retry and go "
+    "on") {
+  const auto r =
+      run("quiz --quick --device cpu --only 3,4,8", "b\ns\n");  // wrong, skipped, then end of input
   REQUIRE(has(r.out, "Stopped (end of input)."));
   const std::string summary = r.out.substr(r.out.find("Summary"));
   const auto row = [&](const std::string& start) {
     const size_t at = summary.find("\n  " + start);
-    return at == std::string::npos ? std::string() : summary.substr(at + 1, summary.find('\n', at + 1) - at - 1);
+    return at == std::string::npos ? std::string()
+                                   : summary.substr(at + 1, summary.find('\n', at + 1) - at - 1);
   };
   CHECK(has(row("3 "), "b (wrong)"));
   CHECK(has(row("3 "), " c "));  // answered: its answer is shown
@@ -1193,17 +1264,19 @@ TEST_CASE("the summary shows no answer of a question not answered, and ends with
   CHECK(has(retry.out, "Score: 2/2 right"));
   const fs::path two = two_track_quiz();
   const auto other = run("quiz --quick --device cpu --quiz " + two.string() + " --track other --answers a");
-  CHECK(has(other.out, "Retry the one you missed or skipped: amp-lab quiz --track other --quiz " + two.string() +
-                           " --only 2\n"));
+  CHECK(has(other.out, "Retry the one you missed or skipped: amp-lab quiz --track other --quiz " +
+                           two.string() + " --only 2\n"));
   fs::remove(two);
 }
 
 // ---- Progress, glossary, width -----------------------------------------------------------------------
 
-TEST_CASE("typed answers are saved as the walk goes: --resume goes on, --retry asks the missed, --reset forgets") {
+TEST_CASE(
+    "typed answers are saved as the walk goes: --resume goes on, --retry asks the missed, --reset forgets") {
   const fs::path saved = state_home.path / "amp-lab" / "progress.json";
   fs::remove(saved);
-  const auto first = run("quiz --quick --device cpu --only 3,4", "b\nh\ns\n");  // Q3 wrong; Q4 a hint, skipped
+  const auto first =
+      run("quiz --quick --device cpu --only 3,4", "b\nh\ns\n");  // Q3 wrong; Q4 a hint, skipped
   REQUIRE(first.code == 0);
   REQUIRE(fs::exists(saved));
   const auto j = nlohmann::json::parse(slurp(saved));
@@ -1250,8 +1323,8 @@ TEST_CASE("a term is glossed the first time the walk shows it, once, and amp-lab
 TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 and at 120") {
   for (const char* columns : {"80", "120"}) {
     CAPTURE(columns);
-    const auto r = run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --answers abcd"), "",
-                       "amp-lab", std::string("COLUMNS=") + columns);
+    const auto r = run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --answers abcd"),
+                       "", "amp-lab", std::string("COLUMNS=") + columns);
     REQUIRE(r.code == 0);
     std::istringstream lines(r.out);
     for (std::string line; std::getline(lines, line);) {
@@ -1265,7 +1338,8 @@ TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 
 
 TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner, lab and glosses included") {
   const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
-  const auto r = run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'));
+  const auto r =
+      run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'));
   REQUIRE(r.code == 0);
   size_t from = 0, i = 0;  // each question's screen: from its banner to its own prompt, the prompt left out
   for (const auto& q : all.questions) {
@@ -1274,7 +1348,8 @@ TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner
     const size_t prompt = r.out.find("Your answer", banner);
     REQUIRE(banner != std::string::npos);
     REQUIRE(prompt != std::string::npos);
-    const std::string shown = r.out.substr(banner, r.out.rfind("Q" + std::to_string(q.number) + ". ", prompt) - banner);
+    const std::string shown =
+        r.out.substr(banner, r.out.rfind("Q" + std::to_string(q.number) + ". ", prompt) - banner);
     const auto score = test_support::leak_score(shown, q.prompt, q.options, q.answer);
     CAPTURE(score.run);
     CHECK(score.share() < 0.5);
@@ -1286,8 +1361,9 @@ TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner
 
 TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits the terminal's 40 rows") {
   const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
-  const auto r = run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'),
-                     "", "amp-lab", "COLUMNS=80 LINES=40");
+  const auto r =
+      run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'), "",
+          "amp-lab", "COLUMNS=80 LINES=40");
   REQUIRE(r.code == 0);
   size_t from = 0, i = 0;
   for (const auto& q : all.questions) {

@@ -29,14 +29,16 @@ Parsed parse(std::vector<std::string> words) {
 }  // namespace
 
 TEST_CASE("an argument longer than the limit is refused before cxxopts' regex can overflow the stack") {
-  for (const std::string& arg : {"--" + std::string(40000, 'y'), "--seed=" + std::string(40000, '1'),
-                                 "-" + std::string(30000, 'q')}) {
+  for (const std::string& arg :
+       {"--" + std::string(40000, 'y'), "--seed=" + std::string(40000, '1'), "-" + std::string(30000, 'q')}) {
     CAPTURE(arg.size());
     CHECK_THROWS_AS(parse({arg}), lab::UsageError);
   }
-  CHECK_THROWS_WITH(parse({"--quick", std::string(lab::kMaxArgBytes + 1, 'a')}),
-                    "argument 2 ('aaaaaaaaaaaaaaaaaaaa...' (4201 bytes)) is 4201 bytes long; the limit is 4200");
-  // The longest accepted argument still parses (this is what the sanitized build runs with ASan's bigger frames).
+  CHECK_THROWS_WITH(
+      parse({"--quick", std::string(lab::kMaxArgBytes + 1, 'a')}),
+      "argument 2 ('aaaaaaaaaaaaaaaaaaaa...' (4201 bytes)) is 4201 bytes long; the limit is 4200");
+  // The longest accepted argument still parses (this is what the sanitized build runs with ASan's bigger
+  // frames).
   const std::string longest = "--seed=" + std::string(lab::kMaxArgBytes - 7, '9');
   CHECK_THROWS_WITH(parse({longest}), doctest::Contains("--seed must be a non-negative integer below 2^64"));
   std::vector<std::string> many(lab::kMaxArgs, "--quick");
@@ -80,6 +82,7 @@ TEST_CASE("--only takes question numbers in range, each once, with no empty item
 TEST_CASE("--device and --dtype names are checked, and quoted escaped in the message") {
   CHECK(parse({"--device", "cpu"}).context.device == "cpu");
   CHECK(parse({"--dtype", "bf16"}).context.dtype == "bf16");
-  CHECK_THROWS_WITH(parse({"--device", "\x1b[2Jtpu"}), "--device must be auto, cpu or cuda, got '\\x1b[2Jtpu'");
+  CHECK_THROWS_WITH(parse({"--device", "\x1b[2Jtpu"}),
+                    "--device must be auto, cpu or cuda, got '\\x1b[2Jtpu'");
   CHECK_THROWS_WITH(parse({"--dtype", "fp32\n"}), "--dtype must be fp16 or bf16, got 'fp32\\n'");
 }

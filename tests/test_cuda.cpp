@@ -1,6 +1,6 @@
 // What only a CUDA LibTorch has. Built with one only (tests/CMakeLists.txt; scripts/test --cuda-build).
-// On any machine: the device queries of src/amp/device_caps.cpp and `amp-lab info` agree with torch::cuda, GPU
-// or not. On a machine with a GPU (without one each of these prints "SKIPPED: <why>" and ctest reports it
+// On any machine: the device queries of src/amp/device_caps.cpp and `amp-lab info` agree with torch::cuda,
+// GPU or not. On a machine with a GPU (without one each of these prints "SKIPPED: <why>" and ctest reports it
 // skipped): amp::GradScaler's CUDA path makes one host sync per step, counted by torch's CUDA sync debug mode
 // (the one torch.cuda.set_sync_debug_mode sets), and `amp-lab info` names the GPU as this process sees it.
 #include <doctest/doctest.h>
@@ -28,7 +28,9 @@ namespace {
 
 constexpr const char* kNoGpu = "SKIPPED: no CUDA device visible to this LibTorch (a GPU-only test)\n";
 
-bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 struct Run {
   int code = -1;
@@ -95,7 +97,8 @@ TEST_CASE("with a CUDA LibTorch the device queries agree with torch::cuda, with 
   const std::string name = amp::cuda_device_name();
   CAPTURE(name);
   CHECK(name.size() > std::string(" (sm_)").size() + 2);
-  CHECK(name.substr(name.size() - (" (sm_" + std::to_string(cc) + ")").size()) == " (sm_" + std::to_string(cc) + ")");
+  CHECK(name.substr(name.size() - (" (sm_" + std::to_string(cc) + ")").size()) ==
+        " (sm_" + std::to_string(cc) + ")");
   CHECK(amp::cuda_supports_bf16_natively() == (cc >= 80));
   if (cc >= 80) CHECK(amp::cuda_supports_bf16());
 }
@@ -128,7 +131,8 @@ TEST_CASE("GPU: amp-lab info names the GPU, its compute capability and its bf16 
   CHECK(has(info.out, line));
 }
 
-TEST_CASE("GPU: amp::GradScaler on CUDA makes one host sync per step, counted by torch's CUDA sync debug mode") {
+TEST_CASE(
+    "GPU: amp::GradScaler on CUDA makes one host sync per step, counted by torch's CUDA sync debug mode") {
   if (!torch::cuda::is_available()) {
     std::cout << kNoGpu;
     return;
@@ -165,7 +169,8 @@ TEST_CASE("GPU: amp::GradScaler on CUDA makes one host sync per step, counted by
     CountSyncs count(counter);
     (void)torch::ones({4}, device).sum().item<float>();
   }
-  REQUIRE_MESSAGE(counter.syncs == 1, "the sync debug mode counted " << counter.syncs << " syncs for one .item()");
+  REQUIRE_MESSAGE(counter.syncs == 1,
+                  "the sync debug mode counted " << counter.syncs << " syncs for one .item()");
 
   constexpr int kSteps = 8, kInjectAt = 5;
   std::vector<int> per_step;
@@ -181,9 +186,10 @@ TEST_CASE("GPU: amp::GradScaler on CUDA makes one host sync per step, counted by
   }
   for (int s = 0; s < kSteps; ++s) {
     CAPTURE(s);
-    CHECK(per_step[s] == 1);  // step()'s read of found_inf, as in Python's _maybe_opt_step; update() reads nothing
+    CHECK(per_step[s] ==
+          1);  // step()'s read of found_inf, as in Python's _maybe_opt_step; update() reads nothing
   }
   CHECK(scaler.host_syncs() - scaler_syncs == kSteps);  // the scaler's own count says the same
-  CHECK(skipped == 1);                                  // the injected inf was seen: the skipped step synced once too
+  CHECK(skipped == 1);  // the injected inf was seen: the skipped step synced once too
   for (const auto& other : counter.others) MESSAGE("another warning during the steps: " << other);
 }

@@ -24,7 +24,8 @@ std::optional<torch::ScalarType> g_cast_inputs;  // the CustomFwd argument for t
 
 // y = (x @ w) * scale, with scale a float64 tensor (never cast) and an integer count passed through.
 struct ScaledMM : torch::autograd::Function<ScaledMM> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w, torch::Tensor scale, int64_t n) {
+  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w, torch::Tensor scale,
+                               int64_t n) {
     amp::CustomFwd amp_fwd(ctx, torch::kCPU, g_cast_inputs);
     x = amp_fwd.cast(x);
     w = amp_fwd.cast(w);
@@ -53,7 +54,8 @@ struct ScaledMM : torch::autograd::Function<ScaledMM> {
   }
 };
 
-torch::Tensor call(const torch::Tensor& x, const torch::Tensor& w, std::optional<torch::ScalarType> cast_inputs) {
+torch::Tensor call(const torch::Tensor& x, const torch::Tensor& w,
+                   std::optional<torch::ScalarType> cast_inputs) {
   g_seen = {};
   g_cast_inputs = cast_inputs;
   return ScaledMM::apply(x, w, torch::full({}, 0.5, torch::kDouble), /*n=*/2);

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -67,7 +67,9 @@ bool train_step(Problem& p, amp::GradScaler& scaler, float poison = 0) {
 
 // Whether scaler.update(value) compiles for a value of type T.
 template <typename T>
-concept UpdatableWith = requires(amp::GradScaler& s, T v) { s.update(v); };
+concept UpdatableWith = requires(amp::GradScaler& s, T v) {
+  s.update(v);
+};
 
 // Records the ATen ops this thread dispatches while it lives (a RecordFunction callback): the op's name
 // and, for a tensor-list first argument, the dtypes in it. Seen from outside the library.
@@ -99,7 +101,8 @@ class OpRecorder {
     Call call{fn.name(), {}};
     const auto inputs = fn.inputs();
     if (!inputs.empty() && inputs[0].isTensorList())
-      for (const auto& t : inputs[0].toTensorList()) call.list_dtypes.push_back(dtype_name(static_cast<torch::Tensor>(t).scalar_type()));
+      for (const auto& t : inputs[0].toTensorList())
+        call.list_dtypes.push_back(dtype_name(static_cast<torch::Tensor>(t).scalar_type()));
     calls_.push_back(std::move(call));
     return nullptr;
   }
@@ -173,7 +176,8 @@ TEST_CASE("unscale_ after step is refused") {
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.step(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), "unscale_() is being called after step().", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), "unscale_() is being called after step().",
+                       amp::GradScalerError);
 }
 
 TEST_CASE("step twice before update is refused") {
@@ -196,7 +200,8 @@ TEST_CASE("step, unscale_ and update before any scale() are refused") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   p.loss().backward();
-  CHECK_THROWS_WITH_AS(scaler.step(p.opt), doctest::Contains("Attempted step but _scale is None"), amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.step(p.opt), doctest::Contains("Attempted step but _scale is None"),
+                       amp::GradScalerError);
   CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), doctest::Contains("Attempted unscale_"), amp::GradScalerError);
   CHECK_THROWS_WITH_AS(scaler.update(), doctest::Contains("Attempted update"), amp::GradScalerError);
 }
@@ -205,7 +210,8 @@ TEST_CASE("step on an optimizer without gradients is refused") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss());  // no backward: no grads
-  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "No inf checks were recorded for this optimizer.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "No inf checks were recorded for this optimizer.",
+                       amp::GradScalerError);
 }
 
 TEST_CASE("fp16 gradients are refused: the parameters must be fp32 master weights") {
@@ -228,7 +234,8 @@ TEST_CASE("growth and backoff factors are validated like Python's") {
 TEST_CASE("a state_dict round-trip mid-run continues identically") {
   auto run = [](bool interrupt) {
     Problem p;
-    auto scaler = std::make_unique<amp::GradScaler>(kCpu, amp::GradScalerOptions{.init_scale = 64.0, .growth_interval = 2});
+    auto scaler = std::make_unique<amp::GradScaler>(
+        kCpu, amp::GradScalerOptions{.init_scale = 64.0, .growth_interval = 2});
     std::vector<double> scales;
     for (int step = 0; step < 10; ++step) {
       if (interrupt && step == 5) {
@@ -325,20 +332,22 @@ TEST_CASE("a checkpoint whose second param group does not fit leaves the first g
   Problem a, b(/*seed=*/99);
   auto pa = a.model->parameters(), pb = b.model->parameters();
   REQUIRE(pa.size() == 4);
-  torch::optim::SGD src({torch::optim::OptimizerParamGroup({pa[0], pa[1]}), torch::optim::OptimizerParamGroup({pa[2], pa[3]})},
-                        torch::optim::SGDOptions(0.5).momentum(0.9));
+  torch::optim::SGD src(
+      {torch::optim::OptimizerParamGroup({pa[0], pa[1]}), torch::optim::OptimizerParamGroup({pa[2], pa[3]})},
+      torch::optim::SGDOptions(0.5).momentum(0.9));
   amp::GradScaler sa(kCpu, {.init_scale = 8.0});
   src.zero_grad();
   sa.scale(a.loss()).backward();
   sa.step(src);
   sa.update();
   amp::save_checkpoint(path, *a.model, src, sa);
-  torch::optim::SGD dst({torch::optim::OptimizerParamGroup({pb[0], pb[1]}), torch::optim::OptimizerParamGroup({pb[2]})},
-                        torch::optim::SGDOptions(0.05).momentum(0.9));
+  torch::optim::SGD dst(
+      {torch::optim::OptimizerParamGroup({pb[0], pb[1]}), torch::optim::OptimizerParamGroup({pb[2]})},
+      torch::optim::SGDOptions(0.05).momentum(0.9));
   amp::GradScaler sb(kCpu);
   REQUIRE(dst.state().empty());
-  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, dst, sb), doctest::Contains("the optimizer state does not fit"),
-                       amp::CheckpointError);
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, dst, sb),
+                       doctest::Contains("the optimizer state does not fit"), amp::CheckpointError);
   std::filesystem::remove(path);
   CHECK(dst.param_groups()[0].options().get_lr() == doctest::Approx(0.05));
   CHECK(dst.state().empty());
@@ -355,8 +364,8 @@ TEST_CASE("a checkpoint of another model shape is refused before anything is loa
   amp::GradScaler sb(kCpu, {.init_scale = 32.0});
   train_step(b, sb);
   const auto params_before = b.flat_params().clone();
-  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, b.opt, sb), doctest::Contains("model entry '0.weight'"),
-                       amp::CheckpointError);
+  CHECK_THROWS_WITH_AS(amp::load_checkpoint(path, *b.model, b.opt, sb),
+                       doctest::Contains("model entry '0.weight'"), amp::CheckpointError);
   CHECK(torch::equal(b.flat_params(), params_before));
   CHECK(sb.get_scale() == 32.0);
   CHECK_THROWS_AS(amp::load_checkpoint(path + ".absent", *b.model, b.opt, sb), amp::CheckpointError);
@@ -496,7 +505,8 @@ TEST_CASE("the growth and backoff setters change the next update, like Python's"
 
 TEST_CASE("load_state_dict restores the growth and backoff factors and the interval") {
   Problem p;
-  amp::GradScaler source(kCpu, {.init_scale = 10.0, .growth_factor = 3.0, .backoff_factor = 0.25, .growth_interval = 1});
+  amp::GradScaler source(
+      kCpu, {.init_scale = 10.0, .growth_factor = 3.0, .backoff_factor = 0.25, .growth_interval = 1});
   amp::GradScaler target(kCpu);  // defaults: 2.0, 0.5, 2000
   target.load_state_dict(source.state_dict());
   CHECK(target.get_growth_factor() == 3.0);
@@ -533,8 +543,10 @@ TEST_CASE("after update(new_scale), as float or tensor, the next iteration steps
     scaler.scale(p.loss()).backward();
     scaler.unscale_(p.opt);
     REQUIRE(scaler.step(p.opt));
-    if (i == 0) scaler.update(/*new_scale=*/5.0);
-    else scaler.update(torch::tensor(7.0));
+    if (i == 0)
+      scaler.update(/*new_scale=*/5.0);
+    else
+      scaler.update(torch::tensor(7.0));
     const auto before = p.flat_params().clone();
     CHECK_NOTHROW(CHECK(train_step(p, scaler)));  // stages were reset: unscale_/step are allowed again
     CHECK_FALSE(torch::equal(p.flat_params(), before));
@@ -555,7 +567,8 @@ TEST_CASE("update(new_scale) takes a one-element tensor with Python's checks") {
   scaler.update(torch::tensor(int64_t{6}));  // Python's copy_ accepts an integer tensor too
   CHECK(scaler.get_scale() == 6.0);
   const char* reason = "new_scale should be a float or a 1-element torch.cuda.FloatTensor";
-  CHECK_THROWS_WITH_AS(scaler.update(torch::tensor({1.0f, 2.0f})), doctest::Contains(reason), amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(torch::tensor({1.0f, 2.0f})), doctest::Contains(reason),
+                       amp::GradScalerError);
   CHECK_THROWS_WITH_AS(scaler.update(torch::tensor(2.0f).requires_grad_()), doctest::Contains(reason),
                        amp::GradScalerError);
   CHECK_THROWS_WITH_AS(scaler.update(torch::tensor({2.0f})), doctest::Contains(reason), amp::GradScalerError);
@@ -564,7 +577,8 @@ TEST_CASE("update(new_scale) takes a one-element tensor with Python's checks") {
                        amp::GradScalerError);  // another device type
   CHECK(scaler.get_scale() == 6.0);
   // An integer is not a scale (Python: 'int' object has no attribute 'device'): it does not compile.
-  static_assert(!UpdatableWith<int> && !UpdatableWith<int64_t> && UpdatableWith<double> && UpdatableWith<torch::Tensor>);
+  static_assert(!UpdatableWith<int> && !UpdatableWith<int64_t> && UpdatableWith<double> &&
+                UpdatableWith<torch::Tensor>);
 }
 
 TEST_CASE("an optimizer's inf does not carry over into an iteration it does not step in") {
@@ -605,7 +619,8 @@ TEST_CASE("clone() gives an independent scaler and is refused mid-iteration, lik
   Problem q;
   CHECK(train_step(q, b));  // and its own per-optimizer state: usable at once
   CHECK(b.get_scale() == 288.0);
-  static_assert(!std::is_copy_constructible_v<amp::GradScaler> && std::is_move_constructible_v<amp::GradScaler>);
+  static_assert(!std::is_copy_constructible_v<amp::GradScaler> &&
+                std::is_move_constructible_v<amp::GradScaler>);
 }
 
 TEST_CASE("a moved scaler carries on where the original was") {
@@ -629,7 +644,9 @@ TEST_CASE("update(new_scale) sets the scale and leaves the tracker alone") {
   CHECK(scaler.state_dict().growth_tracker == 1);
 }
 
-TEST_CASE("step(o0), update(), step(o1), update() in one iteration is accepted, and after a back-off optimizer 1 applies gradients 2.0x too large") {
+TEST_CASE(
+    "step(o0), update(), step(o1), update() in one iteration is accepted, and after a back-off optimizer 1 "
+    "applies gradients 2.0x too large") {
   // Python accepts this pattern (update() refuses only when no unscale_/step came since the last one):
   // the scale backs off between the two steps, so optimizer 1's gradients, scaled by the old scale, are
   // unscaled by the new one. Measured against the one-update pattern from the same weights and data.
@@ -657,9 +674,9 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration is accepted, 
   CHECK(once_between == 1024.0);  // one update per iteration: the scale stays put until the end
   CHECK(once_scale == 512.0);
   CHECK_FALSE(twice_stepped0);
-  CHECK(twice_stepped1);           // no error, and optimizer 1 steps
-  CHECK(twice_between == 512.0);   // backed off before optimizer 1 was unscaled
-  CHECK(twice_scale == 512.0);     // optimizer 1's clean step does not back off again
+  CHECK(twice_stepped1);          // no error, and optimizer 1 steps
+  CHECK(twice_between == 512.0);  // backed off before optimizer 1 was unscaled
+  CHECK(twice_scale == 512.0);    // optimizer 1's clean step does not back off again
   REQUIRE(torch::all(once_grads != 0).item<bool>());
   const torch::Tensor ratio = twice_grads / once_grads;
   CHECK(ratio.min().item<double>() == doctest::Approx(2.0));  // 1024 / 512: every gradient 2.0x too large
@@ -715,8 +732,10 @@ struct FullTmpfs {
   std::string why_not;
   bool mounted = false;
   FullTmpfs() {
-    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0) mounted = true;
-    else why_not = std::string("cannot mount a tmpfs here: ") + std::strerror(errno);
+    if (::mount("tmpfs", folder.path.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k") == 0)
+      mounted = true;
+    else
+      why_not = std::string("cannot mount a tmpfs here: ") + std::strerror(errno);
   }
   ~FullTmpfs() {
     if (mounted) ::umount2(folder.path.c_str(), MNT_DETACH);
@@ -825,5 +844,6 @@ TEST_CASE("a checkpoint into a folder that does not exist throws one line naming
   TempFolder folder;
   BigProblem big;
   const auto target = folder.path / "missing" / "ckpt.pt";
-  CHECK(save_error(big, target) == "checkpoint: cannot write " + target.string() + ": No such file or directory");
+  CHECK(save_error(big, target) ==
+        "checkpoint: cannot write " + target.string() + ": No such file or directory");
 }

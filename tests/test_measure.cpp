@@ -7,12 +7,12 @@
 
 #include <torch/torch.h>
 
+#include "doctest_torch.h"
 #include "lab/charts.h"
 #include "lab/context.h"
 #include "lab/measure.h"
 #include "lab/mlp.h"
 #include "lab/report.h"
-#include "doctest_torch.h"
 
 TEST_CASE("Adam's state takes 8 bytes per fp32 parameter, and gradients count as their own tensors") {
   torch::manual_seed(0);

@@ -24,9 +24,9 @@
 #include <memory>
 #include <set>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 #include <torch/version.h>
+#include <nlohmann/json.hpp>
 
 #include "amp/grad_scaler.h"
 #include "amp_lab_paths.h"
@@ -39,8 +39,9 @@ const torch::Device kDevice(torch::kCUDA);
 const torch::Device kDevice(torch::kCPU);
 #endif
 
-const std::string kLinkedTorch = std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) +
-                                 "." + std::to_string(TORCH_VERSION_PATCH);
+const std::string kLinkedTorch = std::to_string(TORCH_VERSION_MAJOR) + "." +
+                                 std::to_string(TORCH_VERSION_MINOR) + "." +
+                                 std::to_string(TORCH_VERSION_PATCH);
 
 torch::Tensor to_tensor(const nlohmann::json& rows, torch::ScalarType dtype = torch::kFloat) {
   std::vector<double> flat;
@@ -77,9 +78,11 @@ std::string reference_unavailable(const std::string& python) {
   if (version.empty()) return "no Python with torch at '" + python + "' (scripts/setup provides one)";
   const std::string base = version.substr(0, version.find('+'));
   if (base != kLinkedTorch)
-    return "Python torch " + version + " at '" + python + "' differs from the linked LibTorch " + kLinkedTorch;
+    return "Python torch " + version + " at '" + python + "' differs from the linked LibTorch " +
+           kLinkedTorch;
   if (kDevice.is_cuda() &&
-      run_and_capture("\"" + python + "\" -c 'import torch; print(torch.cuda.is_available())' 2>/dev/null") != "True")
+      run_and_capture("\"" + python + "\" -c 'import torch; print(torch.cuda.is_available())' 2>/dev/null") !=
+          "True")
     return "Python torch " + version + " at '" + python + "' sees no CUDA device";
   return "";
 }
@@ -99,7 +102,8 @@ std::optional<nlohmann::json> python_trace(const std::string& script) {
     std::cout << "SKIPPED: " << why << "; the C++ side was not compared\n";
     return std::nullopt;
   }
-  const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_" + script + "_" + kDevice.str() + ".json");
+  const auto out =
+      std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_" + script + "_" + kDevice.str() + ".json");
   const std::string cmd = "\"" + python + "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/" + script + "\" \"" +
                           out.string() + "\" " + kDevice.str() + " 2>/dev/null";
   REQUIRE(std::system(cmd.c_str()) == 0);
@@ -154,14 +158,16 @@ TEST_CASE("amp::GradScaler reproduces torch.amp.GradScaler's trace step for step
   REQUIRE(params.size() == (*doc)["initial_params"].size());
   for (size_t i = 0; i < params.size(); ++i) copy_values(params[i], (*doc)["initial_params"][i]);
   const auto x = to_tensor((*doc)["x"]), y = to_tensor((*doc)["y"]);
-  torch::optim::SGD opt(model->parameters(),
-                        torch::optim::SGDOptions(cfg["lr"].get<double>()).momentum(cfg["momentum"].get<double>()));
+  torch::optim::SGD opt(
+      model->parameters(),
+      torch::optim::SGDOptions(cfg["lr"].get<double>()).momentum(cfg["momentum"].get<double>()));
   amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
                                    .growth_factor = cfg["growth_factor"].get<double>(),
                                    .backoff_factor = cfg["backoff_factor"].get<double>(),
                                    .growth_interval = cfg["growth_interval"].get<int64_t>()});
   std::map<int, float> inject;
-  for (const auto& item : cfg["inject"]) inject[item["step"].get<int>()] = parse_value(item["value"].get<std::string>());
+  for (const auto& item : cfg["inject"])
+    inject[item["step"].get<int>()] = parse_value(item["value"].get<std::string>());
 
   int skipped = 0;
   for (const auto& expected : (*doc)["trace"]) {
@@ -191,7 +197,9 @@ TEST_CASE("amp::GradScaler reproduces torch.amp.GradScaler's trace step for step
   }
 }
 
-TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run changes match torch.amp step for step") {
+TEST_CASE(
+    "two models, two optimizers, two dtypes, accumulation and mid-run changes match torch.amp step for "
+    "step") {
   const auto doc = python_trace("grad_scaler_trace_multi.py");
   if (!doc) return;
   const auto& cfg = (*doc)["config"];
@@ -216,12 +224,15 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
   REQUIRE(all.size() == (*doc)["initial_params"].size());
   for (size_t i = 0; i < all.size(); ++i) {
     CAPTURE(i);
-    REQUIRE((*doc)["initial_params"][i]["dtype"] == (all[i].scalar_type() == torch::kDouble ? "torch.float64" : "torch.float32"));
+    REQUIRE((*doc)["initial_params"][i]["dtype"] ==
+            (all[i].scalar_type() == torch::kDouble ? "torch.float64" : "torch.float32"));
     copy_values(all[i], (*doc)["initial_params"][i]["values"]);
   }
   const auto x = to_tensor((*doc)["x"]), y_a = to_tensor((*doc)["y_a"]), y_b = to_tensor((*doc)["y_b"]);
   torch::optim::Adam opt_a(params_a, torch::optim::AdamOptions(cfg["lr_adam"].get<double>()));
-  torch::optim::SGD opt_b(params_b, torch::optim::SGDOptions(cfg["lr_sgd"].get<double>()).momentum(cfg["momentum"].get<double>()));
+  torch::optim::SGD opt_b(
+      params_b,
+      torch::optim::SGDOptions(cfg["lr_sgd"].get<double>()).momentum(cfg["momentum"].get<double>()));
   amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
                                    .growth_factor = cfg["growth_factor"].get<double>(),
                                    .backoff_factor = cfg["backoff_factor"].get<double>(),
@@ -254,7 +265,8 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
     }
     if (load_state.count(step)) {
       const auto& s = load_state.at(step);
-      scaler.load_state_dict({.scale = s["scale"].get<double>(), .growth_factor = s["growth_factor"].get<double>(),
+      scaler.load_state_dict({.scale = s["scale"].get<double>(),
+                              .growth_factor = s["growth_factor"].get<double>(),
                               .backoff_factor = s["backoff_factor"].get<double>(),
                               .growth_interval = s["growth_interval"].get<int64_t>(),
                               .growth_tracker = s["_growth_tracker"].get<int64_t>()});
@@ -271,8 +283,11 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
       auto loss = (loss_a + loss_b) / static_cast<double>(accum);
       if (nan_loss.count(step) && mb == 1) loss = loss * std::numeric_limits<double>::quiet_NaN();
       const auto& want = expected["losses"][mb];  // null: the reference's loss was NaN
-      if (want.is_null()) CHECK(std::isnan(loss.item<float>()));
-      else max_loss_ulps = std::max(max_loss_ulps, ulps(loss.item<float>(), static_cast<float>(want.get<double>())));
+      if (want.is_null())
+        CHECK(std::isnan(loss.item<float>()));
+      else
+        max_loss_ulps =
+            std::max(max_loss_ulps, ulps(loss.item<float>(), static_cast<float>(want.get<double>())));
       scaler.scale(loss).backward();
     }
     if (inf_grad_b.count(step)) gain.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
@@ -282,9 +297,12 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
     }
     const bool stepped_a = scaler.step(opt_a);
     const bool stepped_b = scaler.step(opt_b);
-    if (update_float.count(step)) scaler.update(update_float.at(step)["scale"].get<double>());
-    else if (update_tensor.count(step)) scaler.update(torch::tensor(update_tensor.at(step)["scale"].get<double>(), torch::kFloat).to(kDevice));
-    else scaler.update();
+    if (update_float.count(step))
+      scaler.update(update_float.at(step)["scale"].get<double>());
+    else if (update_tensor.count(step))
+      scaler.update(torch::tensor(update_tensor.at(step)["scale"].get<double>(), torch::kFloat).to(kDevice));
+    else
+      scaler.update();
     skipped_a += !stepped_a;
     skipped_b += !stepped_b;
     CHECK(stepped_a == expected["stepped_a"].get<bool>());
@@ -306,12 +324,16 @@ TEST_CASE("two models, two optimizers, two dtypes, accumulation and mid-run chan
     const int64_t d = max_ulps(all[i], (*doc)["final_params"][i]["values"]);
     std::cout << "parity multi: param " << i << " (" << (i < params_a.size() ? "Adam" : "SGD") << ", "
               << all[i].scalar_type() << ") max ulps " << d << "\n";
-    if (i < params_a.size()) CHECK(d <= kAdamMaxUlps);
-    else CHECK(d == 0);
+    if (i < params_a.size())
+      CHECK(d <= kAdamMaxUlps);
+    else
+      CHECK(d == 0);
   }
 }
 
-TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch.amp: the scales, trackers, skips, the mis-unscaling factor and the parameters") {
+TEST_CASE(
+    "step(o0), update(), step(o1), update() in one iteration matches torch.amp: the scales, trackers, skips, "
+    "the mis-unscaling factor and the parameters") {
   const auto doc = python_trace("grad_scaler_trace_two_updates.py");
   if (!doc) return;
   const auto& cfg = (*doc)["config"];
@@ -351,8 +373,10 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch
     const double scale_backward = scaler.get_scale();
     CHECK(scale_backward == expected["scale_backward"].get<double>());
     scaler.scale(loss0 + loss1).backward();
-    if (inf_grad_0.count(step)) params0[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
-    if (inf_grad_1.count(step)) params1[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    if (inf_grad_0.count(step))
+      params0[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    if (inf_grad_1.count(step))
+      params1[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
     std::vector<torch::Tensor> correct1;
     for (const auto& p : params1) correct1.push_back(p.grad().detach() / scale_backward);
 
@@ -370,7 +394,8 @@ TEST_CASE("step(o0), update(), step(o1), update() in one iteration matches torch
     REQUIRE(expected["factor1"].is_null() == !stepped1);
     if (stepped1) {
       std::vector<torch::Tensor> ratios;
-      for (size_t i = 0; i < params1.size(); ++i) ratios.push_back((params1[i].grad() / correct1[i]).flatten());
+      for (size_t i = 0; i < params1.size(); ++i)
+        ratios.push_back((params1[i].grad() / correct1[i]).flatten());
       const auto r = torch::cat(ratios);
       const double lo = r.min().item<double>(), hi = r.max().item<double>();
       CHECK(lo == expected["factor1"]["min"].get<double>());

@@ -13,8 +13,8 @@
 #include <iostream>
 #include <limits>
 
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
+#include <nlohmann/json.hpp>
 
 #include "amp/autocast.h"
 #include "amp/custom_function.h"
@@ -77,16 +77,20 @@ const nlohmann::json* python_trace() {
     const char* env_python = std::getenv("AMP_LAB_PYTHON");
     const std::string python = env_python && *env_python ? env_python : AMP_LAB_PYTHON;
     const char* ci = std::getenv("CI");
-    const std::string check = kDevice.is_cuda() ? "import sys, torch; sys.exit(not torch.cuda.is_available())" : "import torch";
+    const std::string check =
+        kDevice.is_cuda() ? "import sys, torch; sys.exit(not torch.cuda.is_available())" : "import torch";
     if (python.empty() || std::system(("\"" + python + "\" -c '" + check + "' 2>/dev/null").c_str()) != 0) {
-      const std::string why = "no Python with torch" + std::string(kDevice.is_cuda() ? " seeing a CUDA device" : "") +
-                              " at '" + python + "' (scripts/setup provides one)";
+      const std::string why = "no Python with torch" +
+                              std::string(kDevice.is_cuda() ? " seeing a CUDA device" : "") + " at '" +
+                              python + "' (scripts/setup provides one)";
       if (ci && std::strcmp(ci, "true") == 0) FAIL("CI=true and the parity reference cannot run: " << why);
       std::cout << "SKIPPED: " << why << "; the C++ side was not compared\n";
       return nullptr;
     }
-    const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_amp_recipes_trace_" + kDevice.str() + ".json");
-    const std::string cmd = "\"" + python + "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/amp_recipes_trace.py\" \"" +
+    const auto out =
+        std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_amp_recipes_trace_" + kDevice.str() + ".json");
+    const std::string cmd = "\"" + python +
+                            "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/amp_recipes_trace.py\" \"" +
                             out.string() + "\" " + kDevice.str() + " 2>/dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
     std::ifstream in(out);
@@ -97,7 +101,9 @@ const nlohmann::json* python_trace() {
 }
 
 // Whether the optimizer changed the first parameter (Python's trace records it the same way).
-bool changed(const torch::Tensor& before, const torch::Tensor& after) { return !torch::equal(before, after.detach()); }
+bool changed(const torch::Tensor& before, const torch::Tensor& after) {
+  return !torch::equal(before, after.detach());
+}
 
 struct RowNorm : torch::autograd::Function<RowNorm> {
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
@@ -139,7 +145,7 @@ TEST_CASE("gradient accumulation: the same scales, skipped steps and parameters 
   const auto x = tensor(d["x"]), y = tensor(d["y"]);
   torch::optim::SGD opt(p, torch::optim::SGDOptions(cfg["lr"].get<double>()));
   amp::GradScaler scaler(kDevice, {.init_scale = cfg["init_scale"].get<double>(),
-                                       .growth_interval = cfg["growth_interval"].get<int64_t>()});
+                                   .growth_interval = cfg["growth_interval"].get<int64_t>()});
   int skipped = 0, b = 0;
   for (const auto& want : d["trace"]) {
     CAPTURE(b);
@@ -183,7 +189,8 @@ TEST_CASE("gradient penalty: the same penalties, scales and parameters as the Py
       amp::Autocast ac(kDevice, torch::kHalf);
       loss = torch::mse_loss(mlp(p, x), y);
     }
-    auto scaled = torch::autograd::grad({scaler.scale(loss)}, p, {}, /*retain_graph=*/true, /*create_graph=*/true);
+    auto scaled =
+        torch::autograd::grad({scaler.scale(loss)}, p, {}, /*retain_graph=*/true, /*create_graph=*/true);
     const double inv_scale = 1.0 / scaler.get_scale();
     {
       amp::Autocast ac(kDevice, torch::kHalf);
@@ -226,7 +233,8 @@ TEST_CASE("several models and optimizers, one scaler: the same per-optimizer ski
     }
     scaler.scale(loss0).backward({}, /*retain_graph=*/true);
     scaler.scale(loss1).backward();
-    if (s == cfg["inject_at"].get<int64_t>()) m1[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    if (s == cfg["inject_at"].get<int64_t>())
+      m1[0].mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
     scaler.unscale_(opt0);
     const auto w0 = m0[0].detach().clone(), w1 = m1[0].detach().clone();
     scaler.step(opt0);
@@ -255,8 +263,9 @@ TEST_CASE("CustomFwd/CustomBwd give custom_fwd/custom_bwd's outputs, dtypes and 
     {
       amp::Autocast ac(kDevice, torch::kHalf);
       const auto h = x.mm(leaf);
-      value = std::string(name) == "row_norm" ? RowNorm::apply(h)
-                                               : MatMul::apply(torch::tanh(h.narrow(1, 0, 8)), leaf.narrow(1, 0, 8));
+      value = std::string(name) == "row_norm"
+                  ? RowNorm::apply(h)
+                  : MatMul::apply(torch::tanh(h.narrow(1, 0, 8)), leaf.narrow(1, 0, 8));
     }
     value.sum().backward();
     const std::string dtype = d[name]["dtype"];

@@ -26,14 +26,16 @@ void check_autocast_request(c10::DeviceType dev, c10::ScalarType dtype, const Au
     // Python accepts any dtype on CUDA (float32 included: autocast then computes the fp16 list in fp32);
     // a non-floating dtype is a mistake autocast cannot honour.
     if (!c10::isFloatingType(dtype)) {
-      throw AutocastError(std::string("amp::Autocast: CUDA lower-precision dtype must be a floating type, got ") +
-                          c10::toString(dtype));
+      throw AutocastError(
+          std::string("amp::Autocast: CUDA lower-precision dtype must be a floating type, got ") +
+          c10::toString(dtype));
     }
     return;
   }
   if (dtype != c10::kHalf && dtype != c10::kBFloat16) {
-    throw AutocastError(std::string("amp::Autocast: CPU lower-precision dtype must be float16 or bfloat16, got ") +
-                        c10::toString(dtype));
+    throw AutocastError(
+        std::string("amp::Autocast: CPU lower-precision dtype must be float16 or bfloat16, got ") +
+        c10::toString(dtype));
   }
 }
 
@@ -46,7 +48,8 @@ Autocast::Autocast(c10::Device device, std::optional<c10::ScalarType> dtype, boo
   // Python validates only when enabled: `autocast(..., enabled=False)` with any dtype is accepted.
   if (enabled_) {
     const bool cuda = device_type_ == c10::DeviceType::CUDA && cuda_available();
-    check_autocast_request(device_type_, dtype_, {.cuda_available = cuda, .cuda_bf16 = cuda && cuda_supports_bf16()});
+    check_autocast_request(device_type_, dtype_,
+                           {.cuda_available = cuda, .cuda_bf16 = cuda && cuda_supports_bf16()});
   }
   // __enter__, in Python's order.
   prev_cache_enabled_ = at::autocast::is_autocast_cache_enabled();

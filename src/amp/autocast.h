@@ -33,12 +33,12 @@ class Autocast {
   // Turns autocast on (or, with enabled = false, off) for `device`'s type in this thread until the guard
   // is destroyed; out-of-place ops on the autocast lists then run in `dtype`. Saves the previous state
   // and enters in Python's order (enabled, dtype, nesting depth, cache flag).
-  // dtype: the lower-precision type (CPU: fp16 or bf16; CUDA: any floating type); nullopt takes the device's current autocast dtype
-  // (bf16 on CPU, fp16 on CUDA unless changed). cache_enabled: nullopt keeps the current setting.
-  // Throws AutocastError when enabled and: the device is neither CPU nor CUDA, a CPU dtype is neither fp16
-  // nor bf16, CUDA is asked for without a CUDA device, or bf16 on a GPU where torch.cuda.is_bf16_supported()
-  // is false (see check_autocast_request).
-  // A disabled guard accepts any device and dtype, as Python's does. No device sync.
+  // dtype: the lower-precision type (CPU: fp16 or bf16; CUDA: any floating type); nullopt takes the device's
+  // current autocast dtype (bf16 on CPU, fp16 on CUDA unless changed). cache_enabled: nullopt keeps the
+  // current setting. Throws AutocastError when enabled and: the device is neither CPU nor CUDA, a CPU dtype
+  // is neither fp16 nor bf16, CUDA is asked for without a CUDA device, or bf16 on a GPU where
+  // torch.cuda.is_bf16_supported() is false (see check_autocast_request). A disabled guard accepts any device
+  // and dtype, as Python's does. No device sync.
   explicit Autocast(c10::Device device, std::optional<c10::ScalarType> dtype = std::nullopt,
                     bool enabled = true, std::optional<bool> cache_enabled = std::nullopt);
   // Leaves the region: clears the cast cache if this was the outermost region, then restores the enabled
@@ -70,7 +70,8 @@ struct AutocastDeviceCaps {
   bool cuda_available;
   bool cuda_bf16;  // torch.cuda.is_bf16_supported(): emulation counts
 };
-void check_autocast_request(c10::DeviceType device_type, c10::ScalarType dtype, const AutocastDeviceCaps& caps);
+void check_autocast_request(c10::DeviceType device_type, c10::ScalarType dtype,
+                            const AutocastDeviceCaps& caps);
 
 // Whether autocast is currently on for the device in this thread (torch.is_autocast_enabled(dev)).
 // Never throws, no device sync.

@@ -26,8 +26,8 @@ void validate_module(const torch::nn::Module& module, torch::serialize::InputArc
       throw CheckpointError("checkpoint: the model entry '" + prefix + key + "' is missing");
     if (saved.sizes() != have.sizes() || saved.scalar_type() != have.scalar_type()) {
       std::ostringstream msg;
-      msg << "checkpoint: the model entry '" << prefix << key << "' is " << saved.scalar_type() << saved.sizes()
-          << ", the model has " << have.scalar_type() << have.sizes();
+      msg << "checkpoint: the model entry '" << prefix << key << "' is " << saved.scalar_type()
+          << saved.sizes() << ", the model has " << have.scalar_type() << have.sizes();
       throw CheckpointError(msg.str());
     }
   };
@@ -72,8 +72,8 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
     const auto salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    temp = (target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) + "." +
-                                    std::to_string(calls++) + "." + std::to_string(salt % 1000000)))
+    temp = (target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) +
+                                    "." + std::to_string(calls++) + "." + std::to_string(salt % 1000000)))
                .string();
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0 && (errno != EEXIST || attempt >= 100)) throw fail(errno);
@@ -89,8 +89,10 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
     for (size_t left = n; left > 0 && error == 0;) {
       const ssize_t w = ::write(fd, p, left);
       if (w <= 0) {
-        if (w == 0) error = EIO;  // no progress on a regular file: never loop on it
-        else if (errno != EINTR) error = errno;
+        if (w == 0)
+          error = EIO;  // no progress on a regular file: never loop on it
+        else if (errno != EINTR)
+          error = errno;
         continue;
       }
       p += w;
@@ -141,8 +143,9 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   // 1. Validate what can be checked without applying it.
   const GradScalerState scaler_state = GradScaler::read_state(s);
   if (scaler.is_enabled() && scaler_state.empty)
-    throw GradScalerError("The source state dict is empty, possibly because it was saved from a disabled "
-                          "instance of GradScaler.");
+    throw GradScalerError(
+        "The source state dict is empty, possibly because it was saved from a disabled "
+        "instance of GradScaler.");
   validate_module(model, m, "");
 
   // 2. The optimizer's format can only be checked by loading it: keep its state to put back on failure.

@@ -3,10 +3,9 @@
 //
 //   struct SumSquares : torch::autograd::Function<SumSquares> {
 //     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x) {
-//       amp::CustomFwd amp_fwd(ctx, torch::kCPU, /*cast_inputs=*/torch::kFloat);  // @custom_fwd(cast_inputs=fp32)
-//       x = amp_fwd.cast(x);                       // fp32 if autocast was on; autocast is off from here
-//       ctx->save_for_backward({x});
-//       return (x * x).sum();
+//       amp::CustomFwd amp_fwd(ctx, torch::kCPU, /*cast_inputs=*/torch::kFloat);  //
+//       @custom_fwd(cast_inputs=fp32) x = amp_fwd.cast(x);                       // fp32 if autocast was on;
+//       autocast is off from here ctx->save_for_backward({x}); return (x * x).sum();
 //     }
 //     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
 //                                                    torch::autograd::variable_list grad) {
@@ -53,10 +52,8 @@ class CustomFwd {
   // cast to cast_inputs when the guard disabled autocast; anything else comes back unchanged.
   at::Tensor cast(const at::Tensor& input) const;
   template <class T>
-    requires(!std::is_convertible_v<T, const at::Tensor&>)
-  T&& cast(T&& other) const {
-    return std::forward<T>(other);
-  }
+  requires(!std::is_convertible_v<T, const at::Tensor&>) T && cast(T&& other)
+  const { return std::forward<T>(other); }
 
   // Whether this forward runs with autocast switched off and its inputs cast (autocast was on and
   // cast_inputs was given).

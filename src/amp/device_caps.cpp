@@ -3,12 +3,13 @@
 #include <torch/cuda.h>
 #include <torch/types.h>
 
-// With a CUDA LibTorch (src/CMakeLists.txt defines AMP_LAB_TORCH_CUDA=1 for this file) the current device comes
-// from c10/cuda/CUDAFunctions.h and its properties from the CUDA runtime, and nothing else of CUDA is included:
-// ATen/cuda/CUDAContext.h would pull in the cuBLAS, cuSPARSE and cuSOLVER headers, which a toolkit without the
-// math libraries lacks and a CUDA LibTorch does not need. A CPU-only LibTorch (which ships the c10/cuda
-// headers too, but no c10_cuda library), or CUDA headers out of reach, compiles the fallbacks below.
-#if defined(AMP_LAB_TORCH_CUDA) && __has_include(<c10/cuda/CUDAFunctions.h>) && __has_include(<cuda_runtime_api.h>)
+// With a CUDA LibTorch (src/CMakeLists.txt defines AMP_LAB_TORCH_CUDA=1 for this file) the current device
+// comes from c10/cuda/CUDAFunctions.h and its properties from the CUDA runtime, and nothing else of CUDA is
+// included: ATen/cuda/CUDAContext.h would pull in the cuBLAS, cuSPARSE and cuSOLVER headers, which a toolkit
+// without the math libraries lacks and a CUDA LibTorch does not need. A CPU-only LibTorch (which ships the
+// c10/cuda headers too, but no c10_cuda library), or CUDA headers out of reach, compiles the fallbacks below.
+#if defined(AMP_LAB_TORCH_CUDA) && \
+    __has_include(<c10/cuda/CUDAFunctions.h>) && __has_include(<cuda_runtime_api.h>)
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 #define AMP_LAB_HAS_CUDA_HEADERS 1
@@ -18,7 +19,9 @@
 
 namespace amp {
 
-bool cuda_available() { return torch::cuda::is_available(); }
+bool cuda_available() {
+  return torch::cuda::is_available();
+}
 
 #if AMP_LAB_HAS_CUDA_HEADERS
 namespace {
@@ -50,8 +53,8 @@ int cuda_compute_capability() {
 #endif
 }
 
-bool bf16_supported_rule(bool cuda_available, int compute_capability, const std::function<bool()>& bf16_tensor_creatable,
-                         bool including_emulation) {
+bool bf16_supported_rule(bool cuda_available, int compute_capability,
+                         const std::function<bool()>& bf16_tensor_creatable, bool including_emulation) {
   if (!cuda_available) return false;
   if (compute_capability >= 80) return true;
   if (!including_emulation) return false;
@@ -74,11 +77,13 @@ bool bf16_tensor_creatable_on_cuda() {
 }  // namespace
 
 bool cuda_supports_bf16_natively() {
-  return bf16_supported_rule(cuda_available(), cuda_compute_capability(), [] { return false; }, false);
+  return bf16_supported_rule(
+      cuda_available(), cuda_compute_capability(), [] { return false; }, false);
 }
 
 bool cuda_supports_bf16() {
-  return bf16_supported_rule(cuda_available(), cuda_compute_capability(), bf16_tensor_creatable_on_cuda, true);
+  return bf16_supported_rule(cuda_available(), cuda_compute_capability(), bf16_tensor_creatable_on_cuda,
+                             true);
 }
 
 std::string cuda_device_name() {

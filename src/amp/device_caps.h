@@ -18,8 +18,8 @@ bool cuda_supports_bf16_natively();
 // The rule itself, separated from the device queries so that it can be tested on any machine:
 // capability >= 8.0 -> true; else, with emulation counted, whether a bf16 tensor can be made (asked
 // only then, as Python asks only then).
-bool bf16_supported_rule(bool cuda_available, int compute_capability, const std::function<bool()>& bf16_tensor_creatable,
-                         bool including_emulation = true);
+bool bf16_supported_rule(bool cuda_available, int compute_capability,
+                         const std::function<bool()>& bf16_tensor_creatable, bool including_emulation = true);
 // "NVIDIA H200 (sm_90)", or "" when there is no CUDA device.
 std::string cuda_device_name();
 // The current CUDA device's compute capability as major*10+minor (90 for 9.0), or 0 when there is no

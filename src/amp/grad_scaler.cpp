@@ -30,16 +30,19 @@ class PerDevice {
 };
 
 // Grads grouped by device, then dtype, each in order of first appearance (as Python's nested dicts).
-using GradGroups = std::vector<std::pair<torch::Device, std::vector<std::pair<torch::ScalarType, std::vector<torch::Tensor>>>>>;
+using GradGroups = std::vector<
+    std::pair<torch::Device, std::vector<std::pair<torch::ScalarType, std::vector<torch::Tensor>>>>>;
 
 void add_grad(GradGroups& groups, const torch::Tensor& grad) {
-  auto dev_it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == grad.device(); });
+  auto dev_it =
+      std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == grad.device(); });
   if (dev_it == groups.end()) {
     groups.push_back({grad.device(), {}});
     dev_it = std::prev(groups.end());
   }
   auto& by_dtype = dev_it->second;
-  auto dt_it = std::find_if(by_dtype.begin(), by_dtype.end(), [&](const auto& g) { return g.first == grad.scalar_type(); });
+  auto dt_it = std::find_if(by_dtype.begin(), by_dtype.end(),
+                            [&](const auto& g) { return g.first == grad.scalar_type(); });
   if (dt_it == by_dtype.end()) {
     by_dtype.push_back({grad.scalar_type(), {}});
     dt_it = std::prev(by_dtype.end());
@@ -153,7 +156,8 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
     throw GradScalerError("step() has already been called since the last update().");
   if (state_of(optimizer).stage == Stage::Ready) unscale_(optimizer);
   OptimizerState& state = state_of(optimizer);
-  if (state.found_inf_per_device.empty()) throw GradScalerError("No inf checks were recorded for this optimizer.");
+  if (state.found_inf_per_device.empty())
+    throw GradScalerError("No inf checks were recorded for this optimizer.");
 
   const bool stepped = !any_inf_found(state);
   if (stepped) optimizer.step();
@@ -196,23 +200,28 @@ void GradScaler::update(std::optional<double> new_scale) {
     std::vector<torch::Tensor> found_infs;
     for (auto& [opt, state] : per_optimizer_)
       for (auto& [dev, found_inf] : state.found_inf_per_device)
-        // non_blocking only towards a device: a device->CPU copy must complete before the CPU kernel reads it.
+        // non_blocking only towards a device: a device->CPU copy must complete before the CPU kernel reads
+        // it.
         found_infs.push_back(found_inf.to(scale_.device(), /*non_blocking=*/!scale_.device().is_cpu()));
     if (found_infs.empty()) throw GradScalerError("No inf checks were recorded prior to update.");
     torch::Tensor combined = found_infs.front();
     for (size_t i = 1; i < found_infs.size(); ++i) combined += found_infs[i];
     // The fused kernel decides on the device: no host sync.
-    at::_amp_update_scale_(scale_, growth_tracker_, combined, growth_factor_, backoff_factor_, growth_interval_);
+    at::_amp_update_scale_(scale_, growth_tracker_, combined, growth_factor_, backoff_factor_,
+                           growth_interval_);
   }
   per_optimizer_.clear();
 }
 
 GradScaler GradScaler::clone() const {
   if (enabled_ && !per_optimizer_.empty())
-    throw GradScalerError("A GradScaler instance may only be pickled at the beginning of an iteration, or at the "
-                          "end after scaler.update().");
-  GradScaler copy(device_, GradScalerOptions{.init_scale = init_scale_, .growth_factor = growth_factor_,
-                                             .backoff_factor = backoff_factor_, .growth_interval = growth_interval_,
+    throw GradScalerError(
+        "A GradScaler instance may only be pickled at the beginning of an iteration, or at the "
+        "end after scaler.update().");
+  GradScaler copy(device_, GradScalerOptions{.init_scale = init_scale_,
+                                             .growth_factor = growth_factor_,
+                                             .backoff_factor = backoff_factor_,
+                                             .growth_interval = growth_interval_,
                                              .enabled = false});
   copy.enabled_ = enabled_;  // built disabled so that the constructor's checks do not run twice
   if (enabled_) {
@@ -238,14 +247,16 @@ int64_t GradScaler::growth_tracker_value() const {
 
 GradScalerState GradScaler::state_dict() const {
   if (!enabled_) return GradScalerState{.empty = true};
-  return GradScalerState{get_scale(), growth_factor_, backoff_factor_, growth_interval_, growth_tracker_value(), false};
+  return GradScalerState{get_scale(),      growth_factor_,         backoff_factor_,
+                         growth_interval_, growth_tracker_value(), false};
 }
 
 void GradScaler::load_state_dict(const GradScalerState& state) {
   if (!enabled_) return;
   if (state.empty)
-    throw GradScalerError("The source state dict is empty, possibly because it was saved from a disabled "
-                          "instance of GradScaler.");
+    throw GradScalerError(
+        "The source state dict is empty, possibly because it was saved from a disabled "
+        "instance of GradScaler.");
   init_scale_ = state.scale;
   if (scale_.defined()) scale_.fill_(state.scale);
   growth_factor_ = state.growth_factor;
@@ -268,7 +279,8 @@ void GradScaler::save(torch::serialize::OutputArchive& archive) const {
 GradScalerState GradScaler::read_state(torch::serialize::InputArchive& archive) {
   auto read = [&](const char* key) {
     c10::IValue v;
-    if (!archive.try_read(key, v)) throw GradScalerError(std::string("scaler state has no '") + key + "' entry");
+    if (!archive.try_read(key, v))
+      throw GradScalerError(std::string("scaler state has no '") + key + "' entry");
     return v;
   };
   GradScalerState s;
@@ -282,9 +294,12 @@ GradScalerState GradScaler::read_state(torch::serialize::InputArchive& archive) 
   return s;
 }
 
-void GradScaler::load(torch::serialize::InputArchive& archive) { load_state_dict(read_state(archive)); }
+void GradScaler::load(torch::serialize::InputArchive& archive) {
+  load_state_dict(read_state(archive));
+}
 
-torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive, const GradScaler& scaler) {
+torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive,
+                                            const GradScaler& scaler) {
   scaler.save(archive);
   return archive;
 }

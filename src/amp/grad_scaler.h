@@ -44,11 +44,11 @@ class FoundInfReducer {
 };
 
 struct GradScalerOptions {
-  double init_scale = 65536.0;    // 2^16, Python's default
-  double growth_factor = 2.0;     // scale *= growth_factor after growth_interval clean steps
-  double backoff_factor = 0.5;    // scale *= backoff_factor on a step with inf/NaN grads
+  double init_scale = 65536.0;  // 2^16, Python's default
+  double growth_factor = 2.0;   // scale *= growth_factor after growth_interval clean steps
+  double backoff_factor = 0.5;  // scale *= backoff_factor on a step with inf/NaN grads
   int64_t growth_interval = 2000;
-  bool enabled = true;            // false: scale() and update() do nothing, step() just steps
+  bool enabled = true;  // false: scale() and update() do nothing, step() just steps
   // Set (amp::found_inf_all_reduce(group)) when each rank unscales only its shard of the gradients:
   // found_inf is all-reduced in unscale_(), so step() skips, and update() backs off, on every rank alike.
   std::shared_ptr<FoundInfReducer> process_group;
@@ -99,9 +99,10 @@ class GradScaler {
 
   // Unscales the gradients unless unscale_() already did, then calls optimizer.step() unless a gradient
   // was inf/NaN. Returns whether the optimizer stepped. Syncs with the device once per device holding
-  // gradients (reads its inf/NaN flag, as Python does): the one host sync of a single-device iteration. Disabled: just optimizer.step(), returns true.
-  // Throws GradScalerError before any scale(), a second time for this optimizer before update(), when
-  // the optimizer has no gradients (no inf check recorded), or for the errors of unscale_().
+  // gradients (reads its inf/NaN flag, as Python does): the one host sync of a single-device iteration.
+  // Disabled: just optimizer.step(), returns true. Throws GradScalerError before any scale(), a second time
+  // for this optimizer before update(), when the optimizer has no gradients (no inf check recorded), or for
+  // the errors of unscale_().
   bool step(torch::optim::Optimizer& optimizer);
 
   // Ends the iteration. No argument: backs the scale off (times backoff_factor) if any optimizer stepped
@@ -187,7 +188,8 @@ class GradScaler {
 };
 
 // archive << scaler and archive >> scaler: the same as scaler.save(archive) and scaler.load(archive).
-torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive, const GradScaler& scaler);
+torch::serialize::OutputArchive& operator<<(torch::serialize::OutputArchive& archive,
+                                            const GradScaler& scaler);
 torch::serialize::InputArchive& operator>>(torch::serialize::InputArchive& archive, GradScaler& scaler);
 
 }  // namespace amp

@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
-#include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 #include <torch/torch.h>
+#include <cxxopts.hpp>
+#include <nlohmann/json.hpp>
 
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
@@ -102,7 +102,8 @@ int run(const cxxopts::ParseResult& args) {
     throw std::invalid_argument("--mode must be fp32, bf16 or fp16, got '" + mode + "'");
   if (device_name != "cpu" && device_name != "cuda")
     throw std::invalid_argument("--device must be cpu or cuda, got '" + device_name + "'");
-  if (steps < 1 || warmup < 0 || threads < 1) throw std::invalid_argument("need --steps >= 1, --warmup >= 0, --threads >= 1");
+  if (steps < 1 || warmup < 0 || threads < 1)
+    throw std::invalid_argument("need --steps >= 1, --warmup >= 0, --threads >= 1");
   const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
   if (device.is_cuda() && !torch::cuda::is_available())
     throw std::invalid_argument("--device cuda: no CUDA device is available");
@@ -227,7 +228,8 @@ int run(const cxxopts::ParseResult& args) {
     out["steps_done"] = ms.size();
     out["step_ms"] = ms;
     out["median_ms"] = median(ms);
-    out["host_syncs_per_step"] = static_cast<double>(scaler.host_syncs() - syncs0) / static_cast<double>(ms.size());
+    out["host_syncs_per_step"] =
+        static_cast<double>(scaler.host_syncs() - syncs0) / static_cast<double>(ms.size());
   } else {
     for (int64_t i = 0; i < warmup; ++i) {
       scaled_step_timed();
@@ -251,7 +253,8 @@ int run(const cxxopts::ParseResult& args) {
     out["overhead_ms"] = median(scaler_ms) - median(plain_ms);
     out["host_syncs_per_step"] = static_cast<double>(syncs) / static_cast<double>(scaler_ms.size());
   }
-  out["host_syncs_counted"] = "amp::GradScaler::host_syncs(): every .item() the scaler makes, over the timed steps";
+  out["host_syncs_counted"] =
+      "amp::GradScaler::host_syncs(): every .item() the scaler makes, over the timed steps";
   out["checksum"] = {{"inputs", input_checksum},
                      {"initial_loss", initial_loss},
                      {"params_after_warmup", params_after_warmup},
@@ -264,17 +267,20 @@ int run(const cxxopts::ParseResult& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cxxopts::Options options("amp-lab-bench", "Times one AMP training step (amp::Autocast + amp::GradScaler); prints JSON");
-  options.add_options()
-      ("case", "recipe, tiny or scaler-overhead", cxxopts::value<std::string>()->default_value("tiny"))
-      ("mode", "fp32, bf16 or fp16 (fp16 with the GradScaler)", cxxopts::value<std::string>()->default_value("fp32"))
-      ("device", "cpu or cuda", cxxopts::value<std::string>()->default_value("cpu"))
-      ("steps", "timed steps", cxxopts::value<int64_t>()->default_value("50"))
-      ("warmup", "untimed steps first", cxxopts::value<int64_t>()->default_value("5"))
-      ("threads", "intra-op threads (torch::set_num_threads)", cxxopts::value<int>()->default_value("2"))
-      ("seed", "seed of the CPU generator the weights and data come from", cxxopts::value<uint64_t>()->default_value("0"))
-      ("max-seconds", "stop timing after this many seconds (at least 3 steps); 0: no limit", cxxopts::value<double>()->default_value("0"))
-      ("h,help", "this help");
+  cxxopts::Options options("amp-lab-bench",
+                           "Times one AMP training step (amp::Autocast + amp::GradScaler); prints JSON");
+  options.add_options()("case", "recipe, tiny or scaler-overhead",
+                        cxxopts::value<std::string>()->default_value("tiny"))(
+      "mode", "fp32, bf16 or fp16 (fp16 with the GradScaler)",
+      cxxopts::value<std::string>()->default_value("fp32"))(
+      "device", "cpu or cuda", cxxopts::value<std::string>()->default_value("cpu"))(
+      "steps", "timed steps", cxxopts::value<int64_t>()->default_value("50"))(
+      "warmup", "untimed steps first", cxxopts::value<int64_t>()->default_value("5"))(
+      "threads", "intra-op threads (torch::set_num_threads)", cxxopts::value<int>()->default_value("2"))(
+      "seed", "seed of the CPU generator the weights and data come from",
+      cxxopts::value<uint64_t>()->default_value("0"))(
+      "max-seconds", "stop timing after this many seconds (at least 3 steps); 0: no limit",
+      cxxopts::value<double>()->default_value("0"))("h,help", "this help");
   try {
     const auto args = options.parse(argc, argv);
     if (args.count("help")) {

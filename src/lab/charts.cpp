@@ -17,7 +17,8 @@ Chart log2_histogram(std::string title, const torch::Tensor& values, int lo, int
   torch::Tensor nz = v.masked_select(v > 0);
   torch::Tensor e = torch::floor(torch::log2(nz)).clamp(lo, hi - 1).to(torch::kInt64);
   const int rows = (hi - lo + step - 1) / step;
-  torch::Tensor counts = torch::bincount((e - lo).div(step, /*rounding_mode=*/"floor"), /*weights=*/std::nullopt, /*minlength=*/rows);
+  torch::Tensor counts = torch::bincount((e - lo).div(step, /*rounding_mode=*/"floor"),
+                                         /*weights=*/std::nullopt, /*minlength=*/rows);
 
   Chart chart{std::move(title), {}, nlohmann::json::object()};
   std::vector<int64_t> c(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + rows);
@@ -33,8 +34,9 @@ Chart log2_histogram(std::string title, const torch::Tensor& values, int lo, int
   chart.lines.push_back(fmt::format("{:>15}  {} {:>6}", "exact 0", bar(zeros), percent(share(zeros))));
   for (int r = rows - 1; r >= 0; --r) {
     const int a = lo + r * step, b = std::min(hi, a + step);
-    std::string range = r == 0 ? fmt::format("< 2^{}", b) : r == rows - 1 ? fmt::format(">= 2^{}", a)
-                                                                         : fmt::format("[2^{},2^{})", a, b);
+    std::string range = r == 0          ? fmt::format("< 2^{}", b)
+                        : r == rows - 1 ? fmt::format(">= 2^{}", a)
+                                        : fmt::format("[2^{},2^{})", a, b);
     std::string marks;
     for (const auto& m : markers)
       if (m.exponent >= a && m.exponent < b) marks += (marks.empty() ? "  <- " : "; ") + m.label;

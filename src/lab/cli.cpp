@@ -36,11 +36,15 @@ torch::Device resolve_device(const std::string& name, std::string* notice) {
 torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::Device device) {
   if (!name) return device.is_cuda() ? torch::kHalf : torch::kBFloat16;
   torch::ScalarType dtype;
-  if (*name == "fp16" || *name == "float16" || *name == "half") dtype = torch::kHalf;
-  else if (*name == "bf16" || *name == "bfloat16") dtype = torch::kBFloat16;
-  else throw UsageError("--dtype must be fp16 or bf16, got " + quote(*name));
+  if (*name == "fp16" || *name == "float16" || *name == "half")
+    dtype = torch::kHalf;
+  else if (*name == "bf16" || *name == "bfloat16")
+    dtype = torch::kBFloat16;
+  else
+    throw UsageError("--dtype must be fp16 or bf16, got " + quote(*name));
   if (device.is_cuda() && dtype == torch::kBFloat16 && !amp::cuda_supports_bf16())
-    throw UsageError("--dtype bf16: this CUDA device (" + amp::cuda_device_name() + ") has no bfloat16 support");
+    throw UsageError("--dtype bf16: this CUDA device (" + amp::cuda_device_name() +
+                     ") has no bfloat16 support");
   return dtype;
 }
 
@@ -84,7 +88,8 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     check_argv(argc, argv);
     auto args = options.parse(argc, argv);
     if (flag(args, "help")) {
-      std::cout << options.help() << "\nExit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.\n";
+      std::cout << options.help()
+                << "\nExit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.\n";
       try {
         flush_stdout();  // help to a full disk is a failed write, not a silent success
       } catch (const OutputError& e) {
@@ -104,8 +109,10 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
   try {
     if (!notice.empty()) (json ? std::cerr : std::cout) << notice << "\n";
     Report report = run_lab(info, ctx);
-    if (json) std::cout << report.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    else std::cout << report.render_text({.color = want_color(no_color)});
+    if (json)
+      std::cout << report.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    else
+      std::cout << report.render_text({.color = want_color(no_color)});
     flush_stdout();
     return report.passed() ? kExitPass : kExitCheckFailed;
   } catch (const OutputError& e) {
@@ -127,7 +134,9 @@ namespace {
 std::string g_lab_main_id;
 }  // namespace
 
-const std::string& lab_main_id() { return g_lab_main_id; }
+const std::string& lab_main_id() {
+  return g_lab_main_id;
+}
 
 int lab_main(int argc, char** argv) {
   if (!registration_errors().empty()) {

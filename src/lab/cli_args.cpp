@@ -16,16 +16,19 @@
 namespace lab {
 
 void check_argv(int argc, const char* const* argv) {
-  if (argc > kMaxArgs) throw UsageError(fmt::format("{} arguments; at most {} are accepted", argc - 1, kMaxArgs - 1));
+  if (argc > kMaxArgs)
+    throw UsageError(fmt::format("{} arguments; at most {} are accepted", argc - 1, kMaxArgs - 1));
   for (int i = 1; i < argc; ++i) {
     const size_t bytes = std::strlen(argv[i]);
     if (bytes > kMaxArgBytes)
-      throw UsageError(fmt::format("argument {} ({}) is {} bytes long; the limit is {}", i, quote(argv[i], 20), bytes,
-                                   kMaxArgBytes));
+      throw UsageError(fmt::format("argument {} ({}) is {} bytes long; the limit is {}", i,
+                                   quote(argv[i], 20), bytes, kMaxArgBytes));
   }
 }
 
-bool flag(const cxxopts::ParseResult& args, const std::string& name) { return args.count(name) && args[name].as<bool>(); }
+bool flag(const cxxopts::ParseResult& args, const std::string& name) {
+  return args.count(name) && args[name].as<bool>();
+}
 
 std::uint64_t parse_seed(const std::string& text) {
   const bool digits = !text.empty() && text.size() <= 20 &&
@@ -37,10 +40,12 @@ std::uint64_t parse_seed(const std::string& text) {
   return value;
 }
 
-std::vector<int> parse_question_list(const std::string& text, const std::vector<int>& valid, const std::string& flag_name) {
+std::vector<int> parse_question_list(const std::string& text, const std::vector<int>& valid,
+                                     const std::string& flag_name) {
   std::string numbers_text;
   for (int n : valid) numbers_text += (numbers_text.empty() ? "" : ", ") + std::to_string(n);
-  const bool contiguous = !valid.empty() && valid.back() - valid.front() + 1 == static_cast<int>(valid.size());
+  const bool contiguous =
+      !valid.empty() && valid.back() - valid.front() + 1 == static_cast<int>(valid.size());
   if (contiguous) numbers_text = fmt::format("from {} to {}", valid.front(), valid.back());
   const std::string expected = "expected question numbers " + numbers_text + ", separated by commas";
   if (text.empty()) throw UsageError(flag_name + ": no question numbers given; " + expected);
@@ -48,7 +53,8 @@ std::vector<int> parse_question_list(const std::string& text, const std::vector<
   size_t start = 0;
   for (;;) {
     const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const bool digits = !item.empty() && item.size() <= 4 &&
                         std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; });
     const int n = digits ? std::stoi(item) : 0;
@@ -70,19 +76,18 @@ std::vector<int> parse_question_list(const std::string& text, int count, const s
 }
 
 void add_context_options(cxxopts::Options& options) {
-  options.add_options()
-      ("device", "auto, cpu or cuda (auto picks CUDA when present)", cxxopts::value<std::string>()->default_value("auto"))
-      ("dtype", "16-bit type: fp16 or bf16 (default: bf16 on CPU, fp16 on CUDA)", cxxopts::value<std::string>())
-      ("seed", "random seed (a non-negative integer)", cxxopts::value<std::string>()->default_value("0"))
-      ("quick", "smallest sizes that still show the effect (for tests)")
-      ("flip", "remove the cause of the effect; the lab's checks should then fail");
+  options.add_options()("device", "auto, cpu or cuda (auto picks CUDA when present)",
+                        cxxopts::value<std::string>()->default_value("auto"))(
+      "dtype", "16-bit type: fp16 or bf16 (default: bf16 on CPU, fp16 on CUDA)",
+      cxxopts::value<std::string>())("seed", "random seed (a non-negative integer)",
+                                     cxxopts::value<std::string>()->default_value("0"))(
+      "quick", "smallest sizes that still show the effect (for tests)")(
+      "flip", "remove the cause of the effect; the lab's checks should then fail");
 }
 
 void add_lab_options(cxxopts::Options& options) {
-  options.add_options()
-      ("json", "print the report as JSON")
-      ("no-color", "plain text even on a terminal")
-      ("h,help", "show this help");
+  options.add_options()("json", "print the report as JSON")("no-color", "plain text even on a terminal")(
+      "h,help", "show this help");
 }
 
 ContextArgs context_args(const cxxopts::ParseResult& args) {
@@ -110,7 +115,9 @@ void flush_stdout() {
   errno = 0;  // the first failing write sets it, which names the cause ("No space left on device")
   std::cout.flush();
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
-  if (failed) throw OutputError(std::string("cannot write to standard output") + (errno ? ": " + std::string(std::strerror(errno)) : ""));
+  if (failed)
+    throw OutputError(std::string("cannot write to standard output") +
+                      (errno ? ": " + std::string(std::strerror(errno)) : ""));
 }
 
 }  // namespace lab

@@ -41,7 +41,8 @@ std::uint64_t parse_seed(const std::string& text);
 // "1,,2") is refused. The second form takes 1 to count.
 std::vector<int> parse_question_list(const std::string& text, const std::vector<int>& valid,
                                      const std::string& flag_name = "--only");
-std::vector<int> parse_question_list(const std::string& text, int count, const std::string& flag_name = "--only");
+std::vector<int> parse_question_list(const std::string& text, int count,
+                                     const std::string& flag_name = "--only");
 
 // --device auto|cpu|cuda, --dtype fp16|bf16, --seed N, --quick, --flip
 void add_context_options(cxxopts::Options& options);

@@ -6,11 +6,16 @@ namespace lab {
 
 std::string short_name(torch::ScalarType dtype) {
   switch (dtype) {
-    case torch::kHalf: return "fp16";
-    case torch::kBFloat16: return "bf16";
-    case torch::kFloat: return "fp32";
-    case torch::kDouble: return "fp64";
-    default: return c10::toString(dtype);
+    case torch::kHalf:
+      return "fp16";
+    case torch::kBFloat16:
+      return "bf16";
+    case torch::kFloat:
+      return "fp32";
+    case torch::kDouble:
+      return "fp64";
+    default:
+      return c10::toString(dtype);
   }
 }
 

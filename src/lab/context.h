@@ -35,6 +35,8 @@ std::string short_name(torch::ScalarType dtype);
 std::string short_names(const std::vector<torch::Tensor>& tensors);
 
 // fp16 or bf16.
-inline bool is_16bit(torch::ScalarType dtype) { return dtype == torch::kHalf || dtype == torch::kBFloat16; }
+inline bool is_16bit(torch::ScalarType dtype) {
+  return dtype == torch::kHalf || dtype == torch::kBFloat16;
+}
 
 }  // namespace lab

@@ -24,9 +24,9 @@
 #include <ATen/Context.h>
 
 #include <c10/core/CPUAllocator.h>
-#include <c10/core/impl/alloc_cpu.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/core/impl/alloc_cpu.h>
 #include <torch/cuda.h>
 #include <torch/optim/adam.h>
 #include <torch/torch.h>
@@ -225,7 +225,9 @@ int64_t adam_state_bytes(const std::vector<torch::Tensor>& params, double learni
   return n;
 }
 
-std::string mb_cell(std::optional<int64_t> bytes) { return !bytes || *bytes == 0 ? "-" : num(*bytes / 1e6, 3); }
+std::string mb_cell(std::optional<int64_t> bytes) {
+  return !bytes || *bytes == 0 ? "-" : num(*bytes / 1e6, 3);
+}
 
 double matmul_rate(const Context& ctx, int64_t n, torch::ScalarType in, torch::ScalarType compute, int warmup,
                    int reps, double unit) {
@@ -241,7 +243,9 @@ std::string cpu_threads_note() {
 }
 
 KeepTf32::KeepTf32() : before(at::globalContext().allowTF32CuBLAS()) {}
-KeepTf32::~KeepTf32() { at::globalContext().setAllowTF32CuBLAS(before); }
+KeepTf32::~KeepTf32() {
+  at::globalContext().setAllowTF32CuBLAS(before);
+}
 
 // ---- ScratchDir -------------------------------------------------------------------------------------------
 namespace {
@@ -302,14 +306,17 @@ void on_scratch_signal(int signo, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   const int i = scratch_signal_index(signo);
   const struct sigaction& before = g_scratch_previous[i];
-  const bool chained = (before.sa_flags & SA_SIGINFO) ? before.sa_sigaction != nullptr
-                                                      : before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN;
+  const bool chained = (before.sa_flags & SA_SIGINFO)
+                           ? before.sa_sigaction != nullptr
+                           : before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN;
   if (chained) {
     // A handler of the program's own (amp-lab's lets the running lab finish): it decides. The folders stay
     // for the lab to go on with, and their destructors remove them; unless that handler has set the default
     // action back to end the process (amp-lab's third Ctrl-C), in which case they go now.
-    if (before.sa_flags & SA_SIGINFO) before.sa_sigaction(signo, info, context);
-    else before.sa_handler(signo);
+    if (before.sa_flags & SA_SIGINFO)
+      before.sa_sigaction(signo, info, context);
+    else
+      before.sa_handler(signo);
     struct sigaction now {};
     if (::sigaction(signo, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL)
       remove_live_scratch_folders();
@@ -359,7 +366,9 @@ void restore_scratch_handlers() {
   }
 }
 
-std::string errno_text(int error) { return std::system_category().message(error); }
+std::string errno_text(int error) {
+  return std::system_category().message(error);
+}
 
 }  // namespace
 
@@ -401,7 +410,8 @@ std::filesystem::path ScratchDir::file(const std::string& name) const {
     throw std::runtime_error("scratch file: the name " + quote(name) + " must be one path component");
   const std::filesystem::path p = path_ / name;
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error("scratch file: cannot create " + p.string() + ": " + errno_text(errno));
+  if (fd < 0)
+    throw std::runtime_error("scratch file: cannot create " + p.string() + ": " + errno_text(errno));
   ::close(fd);
   return p;
 }

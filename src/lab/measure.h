@@ -84,7 +84,8 @@ class ScratchDir {
 //   amp::save_checkpoint(ckpt, ...);  amp::load_checkpoint(ckpt, ...);  std::filesystem::remove(ckpt);
 class ScratchFile {
  public:
-  ScratchFile(const std::string& stem, const std::string& ext) : dir_(stem), path_(dir_.file(stem + ext).string()) {}
+  ScratchFile(const std::string& stem, const std::string& ext)
+      : dir_(stem), path_(dir_.file(stem + ext).string()) {}
   const std::string& string() const { return path_; }
   operator const std::string&() const { return path_; }
   operator std::filesystem::path() const { return path_; }
@@ -104,7 +105,9 @@ int64_t adam_state_bytes(const std::vector<torch::Tensor>& params, double learni
 std::string mb_cell(std::optional<int64_t> bytes);
 
 // flop floating-point operations in `ms` milliseconds, in units of `unit` FLOP/s.
-inline double flop_rate(double flop, double ms, double unit) { return flop / (ms * 1e-3) / unit; }
+inline double flop_rate(double flop, double ms, double unit) {
+  return flop / (ms * 1e-3) / unit;
+}
 
 // n x n x n matmuls of seeded-random inputs stored in `in`, multiplied in `compute` (converted there and
 // back when the two differ), in `unit` FLOP/s: median_ms of `reps` runs after `warmup`. The inputs are

@@ -43,7 +43,8 @@ Registrar::Registrar(const char* file, LabFn fn) {
   const std::string source = relative_source(file);
   const LabDecl* decl = find_decl(stem_of(source));
   if (!decl || decl->stem() != stem_of(source)) {
-    mutable_errors().push_back(source + " has no declaration in labs/catalog.cpp (its name must be labs/NN_<id>.cpp)");
+    mutable_errors().push_back(source +
+                               " has no declaration in labs/catalog.cpp (its name must be labs/NN_<id>.cpp)");
     return;
   }
   Registrar(*decl, file, std::move(fn));
@@ -51,18 +52,24 @@ Registrar::Registrar(const char* file, LabFn fn) {
 
 Registrar::Registrar(const LabDecl& decl, const char* file, LabFn fn) {
   auto& all = mutable_labs();
-  all.push_back({&decl, decl.id, decl.number, decl.title, decl.heading, relative_source(file), decl.executable(),
-                 decl.observations, std::move(fn)});
-  std::stable_sort(all.begin(), all.end(), [](const LabInfo& a, const LabInfo& b) { return a.question < b.question; });
+  all.push_back({&decl, decl.id, decl.number, decl.title, decl.heading, relative_source(file),
+                 decl.executable(), decl.observations, std::move(fn)});
+  std::stable_sort(all.begin(), all.end(),
+                   [](const LabInfo& a, const LabInfo& b) { return a.question < b.question; });
 }
 
-const std::vector<LabInfo>& labs() { return mutable_labs(); }
-const std::vector<std::string>& registration_errors() { return mutable_errors(); }
+const std::vector<LabInfo>& labs() {
+  return mutable_labs();
+}
+const std::vector<std::string>& registration_errors() {
+  return mutable_errors();
+}
 
 const LabInfo* find_lab(std::string_view name) {
   const LabDecl* decl = find_decl(name);
   for (const auto& info : labs())
-    if (info.decl == decl || (!decl && (info.id == name || std::to_string(info.question) == name))) return &info;
+    if (info.decl == decl || (!decl && (info.id == name || std::to_string(info.question) == name)))
+      return &info;
   return nullptr;
 }
 
@@ -93,9 +100,11 @@ Report run_lab(const LabInfo& info, const Context& ctx) {
   report.set_identity(info.id, info.title);  // a lab written as one run() made its own Report
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (const auto problems = declaration_mismatches(*info.decl, report); !problems.empty())
-    throw std::logic_error(info.source + " disagrees with its declaration in labs/catalog.cpp: " + problems.front());
-  report.set_header("Q" + std::to_string(info.question) + " · " + info.source + " · device " + ctx.device.str() +
-                    " · seed " + std::to_string(ctx.seed) + (ctx.quick ? " · quick mode" : "") +
+    throw std::logic_error(info.source +
+                           " disagrees with its declaration in labs/catalog.cpp: " + problems.front());
+  report.set_header("Q" + std::to_string(info.question) + " · " + info.source + " · device " +
+                    ctx.device.str() + " · seed " + std::to_string(ctx.seed) +
+                    (ctx.quick ? " · quick mode" : "") +
                     (ctx.flip ? " · FLIPPED: cause removed, checks expected to fail" : ""));
   report.set_elapsed(elapsed);
   return report;

@@ -24,12 +24,12 @@ using LabFn = std::function<void(const Context&, Report&)>;
 struct LabInfo {
   const LabDecl* decl = nullptr;
   // Copied from the declaration, for brevity at the call sites.
-  std::string id;          // "master-weights"
-  int question = 0;        // the quiz question it backs
+  std::string id;    // "master-weights"
+  int question = 0;  // the quiz question it backs
   std::string title;
-  std::string heading;     // neutral: what is measured, not what it proves
-  std::string source;      // "labs/01_master_weights.cpp"
-  std::string executable;  // "lab01_master_weights"
+  std::string heading;                // neutral: what is measured, not what it proves
+  std::string source;                 // "labs/01_master_weights.cpp"
+  std::string executable;             // "lab01_master_weights"
   std::vector<std::string> provides;  // the declared observation keys
   LabFn fn;
 };
@@ -61,9 +61,10 @@ Report run_lab(const LabInfo& info, const Context& ctx);
 
 #define AMP_LAB_CONCAT_(a, b) a##b
 #define AMP_LAB_CONCAT(a, b) AMP_LAB_CONCAT_(a, b)
-#define AMP_LAB(measure, report) \
-  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__)(__FILE__, ::lab::make_lab_fn(measure, report))
+#define AMP_LAB(measure, report)                                              \
+  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__)( \
+      __FILE__, ::lab::make_lab_fn(measure, report))
 // A lab still written as one `lab::Report run(const lab::Context&)`.
-#define AMP_LAB_RUN(run)                                                                      \
-  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__)(                \
+#define AMP_LAB_RUN(run)                                                      \
+  static const ::lab::Registrar AMP_LAB_CONCAT(amp_lab_registrar_, __LINE__)( \
       __FILE__, [](const ::lab::Context& ctx, ::lab::Report& r) { r = run(ctx); })

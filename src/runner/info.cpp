@@ -26,7 +26,8 @@ std::string build_setting(const std::string& key, const std::string& terminators
 
 std::string libtorch_build() {
   const std::string use_cuda = build_setting("USE_CUDA=", ",\n");
-  return fmt::format("{} ({} build)", TORCH_VERSION, use_cuda == "0" || use_cuda == "OFF" ? "CPU-only" : "CUDA");
+  return fmt::format("{} ({} build)", TORCH_VERSION,
+                     use_cuda == "0" || use_cuda == "OFF" ? "CPU-only" : "CUDA");
 }
 
 void print_info(std::ostream& out) {
@@ -34,22 +35,22 @@ void print_info(std::ostream& out) {
   out << fmt::format("CPU             {} · LibTorch kernels use {}\n", lab::cpu_model(),
                      build_setting("CPU capability usage: ", "\n"));
   const auto flags = lab::cpu_flags();
-  const std::pair<const char*, const char*> features[] = {
-      {"avx512_bf16", "bf16 dot products (AVX-512 BF16)"},
-      {"amx_bf16", "bf16 matrix tiles (AMX)"},
-      {"amx_fp16", "fp16 matrix tiles (AMX-FP16)"},
-      {"avx512_fp16", "fp16 arithmetic (AVX-512 FP16)"},
-      {"f16c", "fp16 <-> fp32 conversion (F16C)"},
-      {"avx512f", "AVX-512"},
-      {"avx2", "AVX2"}};
+  const std::pair<const char*, const char*> features[] = {{"avx512_bf16", "bf16 dot products (AVX-512 BF16)"},
+                                                          {"amx_bf16", "bf16 matrix tiles (AMX)"},
+                                                          {"amx_fp16", "fp16 matrix tiles (AMX-FP16)"},
+                                                          {"avx512_fp16", "fp16 arithmetic (AVX-512 FP16)"},
+                                                          {"f16c", "fp16 <-> fp32 conversion (F16C)"},
+                                                          {"avx512f", "AVX-512"},
+                                                          {"avx2", "AVX2"}};
   for (const auto& [flag, what] : features)
     out << fmt::format("  {:<12}  {:<3}  {}\n", flag, flags.count(flag) ? "yes" : "no", what);
   if (!flags.count("avx512_bf16") && !flags.count("amx_bf16"))
-    out << "  -> no native bf16 arithmetic: 16-bit matmuls on this CPU are emulated and may be slower than fp32\n";
+    out << "  -> no native bf16 arithmetic: 16-bit matmuls on this CPU are emulated and may be slower than "
+           "fp32\n";
   if (amp::cuda_available()) {
     const int cc = amp::cuda_compute_capability();
-    out << fmt::format("CUDA            {} · compute capability {}.{} · bf16 {}\n", amp::cuda_device_name(), cc / 10,
-                       cc % 10,
+    out << fmt::format("CUDA            {} · compute capability {}.{} · bf16 {}\n", amp::cuda_device_name(),
+                       cc / 10, cc % 10,
                        amp::cuda_supports_bf16_natively() ? "native"
                        : amp::cuda_supports_bf16()        ? "emulated (native needs 8.0+)"
                                                           : "not supported");

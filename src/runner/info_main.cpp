@@ -17,9 +17,12 @@ int main(int argc, char** argv) {
     cxxopts::Options options("amp-lab info", "LibTorch build, the CPU's 16-bit features, the CUDA device.");
     options.add_options()("h,help", "show this help");
     auto args = options.parse(argc, argv);
-    if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
-    if (lab::flag(args, "help")) std::cout << options.help();
-    else runner::print_info(std::cout);
+    if (!args.unmatched().empty())
+      throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+    if (lab::flag(args, "help"))
+      std::cout << options.help();
+    else
+      runner::print_info(std::cout);
     lab::flush_stdout();
     return lab::kExitPass;
   } catch (const lab::OutputError& e) {

@@ -3,17 +3,17 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <initializer_list>
 
 namespace runner {
 namespace {
 
-volatile std::sig_atomic_t g_first = 0;    // the first signal's number, 0 while none came
-volatile std::sig_atomic_t g_count = 0;    // how many came
-volatile std::sig_atomic_t g_stop_now = 0;  // the running lab is to be stopped now
+volatile std::sig_atomic_t g_first = 0;      // the first signal's number, 0 while none came
+volatile std::sig_atomic_t g_count = 0;      // how many came
+volatile std::sig_atomic_t g_stop_now = 0;   // the running lab is to be stopped now
 volatile std::sig_atomic_t g_lab_group = 0;  // the running lab's process group, 0 while none runs
 volatile std::sig_atomic_t g_progress_shown = 0;
 const char* volatile g_remove_on_abort = nullptr;
@@ -28,11 +28,13 @@ void on_signal(int signo) {
   g_count = g_count + 1;
   if (g_count >= 3) {  // the walk did not end soon enough: end now, as the signal would by default
     if (const char* path = g_remove_on_abort) ::unlink(path);
-    if (g_lab_group) ::kill(-static_cast<pid_t>(g_lab_group), SIGKILL);  // the lab does not outlive the runner
+    if (g_lab_group)
+      ::kill(-static_cast<pid_t>(g_lab_group), SIGKILL);  // the lab does not outlive the runner
     std::signal(signo, SIG_DFL);
     std::raise(signo);
   }
-  if (g_progress_shown) say("\r                                                                              \r");
+  if (g_progress_shown)
+    say("\r                                                                              \r");
   if (signo == SIGINT && g_count == 1 && g_lab_group) {
     say("stopping after this lab (Ctrl-C again to stop now)\n");
   } else {
@@ -52,15 +54,25 @@ void install_interrupt_handler() {
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
 }
 
-int interrupt_signal() { return g_first; }
+int interrupt_signal() {
+  return g_first;
+}
 
 const char* interrupt_reason() {
   return g_first == SIGTERM ? "terminated" : g_first == SIGHUP ? "hang-up" : "interrupted";
 }
 
-bool stop_lab_now() { return g_stop_now != 0; }
-void set_lab_running(int group) { g_lab_group = group; }
-void set_progress_shown(bool shown) { g_progress_shown = shown ? 1 : 0; }
-void set_remove_on_abort(const char* path) { g_remove_on_abort = path; }
+bool stop_lab_now() {
+  return g_stop_now != 0;
+}
+void set_lab_running(int group) {
+  g_lab_group = group;
+}
+void set_progress_shown(bool shown) {
+  g_progress_shown = shown ? 1 : 0;
+}
+void set_remove_on_abort(const char* path) {
+  g_remove_on_abort = path;
+}
 
 }  // namespace runner

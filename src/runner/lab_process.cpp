@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,7 +28,7 @@
 namespace runner {
 namespace {
 
-constexpr double kGraceS = 3.0;             // after the stop signal, a lab has this long before SIGKILL
+constexpr double kGraceS = 3.0;               // after the stop signal, a lab has this long before SIGKILL
 constexpr size_t kMaxReportBytes = 64 << 20;  // a report larger than this is not a report
 constexpr size_t kMaxStderrBytes = 64 << 10;  // the tail of stderr kept for the one-line message
 
@@ -36,7 +36,9 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-std::string lab_name(const lab::LabDecl& decl) { return fmt::format("lab {:02d} {}", decl.number, decl.id); }
+std::string lab_name(const lab::LabDecl& decl) {
+  return fmt::format("lab {:02d} {}", decl.number, decl.id);
+}
 
 bool exists(const std::string& path) {
   struct stat st {};
@@ -55,7 +57,9 @@ std::string read_small_file(const std::string& path) {
 LiveLine::LiveLine(std::ostream& out, bool enabled, std::string text, double delay_s)
     : out_(out), enabled_(enabled), text_(std::move(text)), delay_s_(delay_s), start_(now_s()) {}
 
-LiveLine::~LiveLine() { clear(); }
+LiveLine::~LiveLine() {
+  clear();
+}
 
 void LiveLine::tick() {
   const double elapsed = now_s() - start_;
@@ -86,7 +90,9 @@ std::string lab_folder() {
   return ec ? std::string(".") : exe.parent_path().string();
 }
 
-std::string lab_path(const lab::LabDecl& decl) { return lab_folder() + "/" + decl.executable(); }
+std::string lab_path(const lab::LabDecl& decl) {
+  return lab_folder() + "/" + decl.executable();
+}
 
 std::optional<LabOutcome> wait_for_build(const lab::LabDecl& decl, std::ostream& out, bool live) {
   const char* dir = std::getenv("AMP_LAB_BUILD_AHEAD");
@@ -231,7 +237,8 @@ Collected collect(const Child& child, LiveLine& line) {
   for (;;) {
     stopper.poll();
     info.si_pid = 0;
-    if (::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid) break;
+    if (::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid)
+      break;
     if (errno == ECHILD) break;
     line.tick();
     ::poll(nullptr, 0, 50);
@@ -318,8 +325,9 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
   if (child.exec_errno) {
     o.kind = child.exec_errno == ENOENT ? LabOutcome::Kind::NotBuilt : LabOutcome::Kind::Failed;
     o.message = fmt::format("cannot run {}: {}", lab::quote(path, 200), std::strerror(child.exec_errno));
-    if (child.exec_errno == ENOENT) o.message = fmt::format("{} is not built here ({} does not exist)", lab_name(decl),
-                                                            lab::quote(path, 200));
+    if (child.exec_errno == ENOENT)
+      o.message =
+          fmt::format("{} is not built here ({} does not exist)", lab_name(decl), lab::quote(path, 200));
     return o;
   }
   interpret(o, c, decl);
@@ -331,11 +339,12 @@ namespace {
 // The low-precision types a text names, in order: "bf16 and fp16".
 std::string types_in(const std::string& text) {
   static const std::pair<const char*, const char*> kNames[] = {
-      {"fp16", "fp16"}, {"float16", "fp16"}, {"bf16", "bf16"}, {"bfloat16", "bf16"},
+      {"fp16", "fp16"}, {"float16", "fp16"}, {"bf16", "bf16"},   {"bfloat16", "bf16"},
       {"fp8", "fp8"},   {"e4m3", "E4M3"},    {"e4m3fn", "E4M3"}, {"e5m2", "E5M2"}};
   std::vector<std::string> found;
   std::string word;
-  int depth = 0;  // words in parentheses are asides ("fp16 by default; --dtype bf16 for bf16"), not the types used
+  int depth =
+      0;  // words in parentheses are asides ("fp16 by default; --dtype bf16 for bf16"), not the types used
   for (size_t i = 0; i <= text.size(); ++i) {
     const char c = i < text.size() ? text[i] : ' ';
     if (depth > 0) word.clear();
@@ -351,7 +360,8 @@ std::string types_in(const std::string& text) {
   if (found.size() > 1 && std::find(found.begin(), found.end(), "fp8") != found.end())
     found.erase(std::find(found.begin(), found.end(), "fp8"));  // "FP8 (E4M3 and E5M2)": the formats say it
   std::string joined;
-  for (size_t k = 0; k < found.size(); ++k) joined += (k == 0 ? "" : k + 1 == found.size() ? " and " : ", ") + found[k];
+  for (size_t k = 0; k < found.size(); ++k)
+    joined += (k == 0 ? "" : k + 1 == found.size() ? " and " : ", ") + found[k];
   return joined;
 }
 

@@ -46,9 +46,9 @@ struct LabOutcome {
   };
   Kind kind = Kind::Failed;
   std::optional<lab::Report> report;
-  std::string dtypes;                 // the 16- and 8-bit types the lab says it uses: "fp16", "bf16 and fp16"
-  std::vector<std::string> notices;   // what a lab that reported said on stderr ("auto: no CUDA device ...")
-  std::string message;                // one line, for every kind but Report
+  std::string dtypes;                // the 16- and 8-bit types the lab says it uses: "fp16", "bf16 and fp16"
+  std::vector<std::string> notices;  // what a lab that reported said on stderr ("auto: no CUDA device ...")
+  std::string message;               // one line, for every kind but Report
   int exit_code = -1;
   double seconds = 0;
 };

@@ -6,8 +6,9 @@
 //   amp-lab run LAB [lab flags]     one lab: its executable, run with these flags
 //   amp-lab list                    the tracks, their labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
-//   amp-lab exercises | exercise ID | check ID | watch ID    write a lab's AMP code (runner/exercise_commands.h)
-//   amp-lab --version               amp-lab's version and the LibTorch it was built with
+//   amp-lab exercises | exercise ID | check ID | watch ID    write a lab's AMP code
+//   (runner/exercise_commands.h) amp-lab --version               amp-lab's version and the LibTorch it was
+//   built with
 // Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
 // or the output could not be written, 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 #include <unistd.h>
@@ -20,8 +21,8 @@
 #include <iostream>
 #include <string_view>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "amp_lab_paths.h"
 #include "amp_lab_version.h"
@@ -29,11 +30,11 @@
 #include "lab/cli_args.h"
 #include "lab/text.h"
 #include "runner/commands.h"
-#include "runner/glossary.h"
 #include "runner/exercise_commands.h"
-#include "runner/progress.h"
+#include "runner/glossary.h"
 #include "runner/interrupt.h"
 #include "runner/lab_process.h"
+#include "runner/progress.h"
 #include "runner/quiz.h"
 
 namespace runner {
@@ -69,7 +70,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: amp-lab <command> [flags]\n"
     "  quiz   take the quiz: each question runs its lab first   (amp-lab quiz --help lists the tracks)\n"
-    "  run    run one lab: amp-lab run LAB [--device ..] [--dtype ..] [--seed ..] [--quick] [--flip] [--json]\n"
+    "  run    run one lab: amp-lab run LAB [--device ..] [--dtype ..] [--seed ..] [--quick] [--flip] "
+    "[--json]\n"
     "  list   list the tracks, their labs and the questions they back\n"
     "  progress  what you answered so far, per track (amp-lab quiz --resume goes on, --retry asks again)\n"
     "  glossary  the terms the labs use, each with a definition and a source\n"
@@ -81,7 +83,8 @@ constexpr const char* kUsage =
     "  --version  amp-lab's version and the LibTorch it was built with\n";
 
 constexpr const char* kRunUsage =
-    "usage: amp-lab run LAB [--device auto|cpu|cuda] [--dtype fp16|bf16] [--seed N] [--quick] [--flip] [--json]\n"
+    "usage: amp-lab run LAB [--device auto|cpu|cuda] [--dtype fp16|bf16] [--seed N] [--quick] [--flip] "
+    "[--json]\n"
     "LAB: an id from `amp-lab list` (loss-scaling or loss_scaling), or a question number (2 or 02)\n";
 
 // Text for standard output; a closed stdout or a full disk is exit 3 with one line, not a silent 0.
@@ -93,25 +96,29 @@ int print(const std::string& text) {
 }
 
 // Replaces this process with `path` (a lab, amp-lab-info): its output, exit code and Ctrl-C are its own.
-[[noreturn]] void exec_program(const std::string& path, const std::vector<std::string>& args, const std::string& build_hint) {
+[[noreturn]] void exec_program(const std::string& path, const std::vector<std::string>& args,
+                               const std::string& build_hint) {
   std::vector<char*> argv;
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   ::execv(path.c_str(), argv.data());
-  if (errno == ENOENT) throw lab::OutputError(fmt::format("{} is not built here; {}", lab::quote(path, 200), build_hint));
+  if (errno == ENOENT)
+    throw lab::OutputError(fmt::format("{} is not built here; {}", lab::quote(path, 200), build_hint));
   throw lab::OutputError(fmt::format("cannot run {}: {}", lab::quote(path, 200), std::strerror(errno)));
 }
 
 const lab::LabDecl& lab_named(const std::string& name) {
   if (const lab::LabDecl* decl = lab::find_decl(name)) return *decl;
   if (const lab::LabDecl* near = lab::closest_decl(name))
-    throw lab::UsageError(fmt::format("no lab named {}; did you mean {}? (see: amp-lab list)", lab::quote(name), near->id));
+    throw lab::UsageError(
+        fmt::format("no lab named {}; did you mean {}? (see: amp-lab list)", lab::quote(name), near->id));
   throw lab::UsageError(fmt::format("no lab named {} (see: amp-lab list)", lab::quote(name)));
 }
 
 int cmd_run(int argc, const char* const* argv) {
   if (argc < 2 || argv[1][0] == '-') {
-    if (argc >= 2 && (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help")) return print(kRunUsage);
+    if (argc >= 2 && (std::string_view(argv[1]) == "-h" || std::string_view(argv[1]) == "--help"))
+      return print(kRunUsage);
     throw lab::UsageError("which lab? (see: amp-lab list)");
   }
   const lab::LabDecl& decl = lab_named(argv[1]);
@@ -130,26 +137,33 @@ int cmd_list(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab list", "List the tracks, their labs and the questions they back.");
   options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>());
   auto args = options.parse(argc, argv);
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
-  const runner::Quiz quiz = runner::load(args.count("quiz") ? args["quiz"].as<std::string>() : runner::default_quiz_path());
+  if (!args.unmatched().empty())
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  const runner::Quiz quiz =
+      runner::load(args.count("quiz") ? args["quiz"].as<std::string>() : runner::default_quiz_path());
   const size_t width = lab::terminal_width();
   for (const auto& track : quiz.tracks) {
     const bool is_default = track.id == quiz.tracks.front().id;
     const std::string command = fmt::format("({}amp-lab quiz{})", is_default ? "default: " : "",
                                             is_default ? "" : " --track " + track.id);
-    std::cout << lab::paragraph(fmt::format("track {}:", track.id), track.title + "  " + command, width, 2) << "\n";
+    std::cout << lab::paragraph(fmt::format("track {}:", track.id), track.title + "  " + command, width, 2)
+              << "\n";
     std::vector<std::vector<std::string>> rows;
     for (const auto& q : runner::select_track(quiz, track.id).questions)
       rows.push_back({std::to_string(q.number), q.lab, lab::find_decl(q.lab)->executable(), q.prompt});
     // Fitted to the screen: the prompt column narrows and wraps at word boundaries.
-    for (const auto& line : lab::format_table({"Q", "lab", "executable", "question"}, rows,
-                                              width > 2 ? width - 2 : width))
+    for (const auto& line :
+         lab::format_table({"Q", "lab", "executable", "question"}, rows, width > 2 ? width - 2 : width))
       std::cout << "  " << line << "\n";
     std::cout << "\n";
   }
-  std::cout << fmt::format("track {}: every question above, in order  (amp-lab quiz --track {})\n", runner::kAllTracks,
-                           runner::kAllTracks);
-  std::cout << lab::paragraph("", "amp-lab run LAB runs one lab: LAB is its number (2 or 02), its name or its executable.", width, 0) << "\n";
+  std::cout << fmt::format("track {}: every question above, in order  (amp-lab quiz --track {})\n",
+                           runner::kAllTracks, runner::kAllTracks);
+  std::cout << lab::paragraph(
+                   "",
+                   "amp-lab run LAB runs one lab: LAB is its number (2 or 02), its name or its executable.",
+                   width, 0)
+            << "\n";
   return lab::kExitPass;
 }
 
@@ -157,8 +171,10 @@ int cmd_progress(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab progress", "What you answered so far, per track.");
   options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>())("no-color", "plain text");
   auto args = options.parse(argc, argv);
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
-  const runner::Quiz quiz = runner::load(args.count("quiz") ? args["quiz"].as<std::string>() : runner::default_quiz_path());
+  if (!args.unmatched().empty())
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  const runner::Quiz quiz =
+      runner::load(args.count("quiz") ? args["quiz"].as<std::string>() : runner::default_quiz_path());
   std::string why;
   const auto dir = runner::default_state_dir(&why);
   if (!dir) throw lab::UsageError("no saved progress: " + why);
@@ -172,7 +188,8 @@ int cmd_glossary(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab glossary", "The terms the labs use.");
   options.add_options()("no-color", "plain text");
   auto args = options.parse(argc, argv);
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  if (!args.unmatched().empty())
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   runner::print_glossary(std::cout, lab::terminal_width(), lab::want_color(lab::flag(args, "no-color")));
   return lab::kExitPass;
 }
@@ -189,8 +206,9 @@ int dispatch(const std::string& command, int argc, const char* const* argv) {
   if (command == "exercise") return runner::cmd_exercise(argc, argv);
   if (command == "check") return runner::cmd_check(argc, argv);
   if (command == "watch") return runner::cmd_watch(argc, argv);
-  throw lab::UsageError("unknown command " + lab::quote(command) +
-                        " (commands: quiz, run, list, progress, glossary, info, exercises, exercise, check, watch)");
+  throw lab::UsageError(
+      "unknown command " + lab::quote(command) +
+      " (commands: quiz, run, list, progress, glossary, info, exercises, exercise, check, watch)");
 }
 
 // Runs the command; every error is one line on stderr and an exit code.
@@ -232,9 +250,10 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   if (command == "-h" || command == "--help" || command == "help" || command == "--version") {
     try {
-      return print(command == "--version" ? fmt::format("amp-lab {}, built with LibTorch {} ({} build)\n", AMP_LAB_VERSION,
-                                                        AMP_LAB_TORCH_VERSION, AMP_LAB_TORCH_CUDA ? "CUDA" : "CPU-only")
-                                          : std::string(kUsage));
+      return print(command == "--version"
+                       ? fmt::format("amp-lab {}, built with LibTorch {} ({} build)\n", AMP_LAB_VERSION,
+                                     AMP_LAB_TORCH_VERSION, AMP_LAB_TORCH_CUDA ? "CUDA" : "CPU-only")
+                       : std::string(kUsage));
     } catch (const lab::OutputError& e) {
       std::fprintf(stderr, "amp-lab: %s\n", e.what());
       return lab::kExitLabError;

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <iostream>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <cxxopts.hpp>
 
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
@@ -23,20 +23,21 @@ namespace runner {
 namespace {
 
 cxxopts::Options quiz_options(const std::string& tracks) {
-  cxxopts::Options options("amp-lab quiz", "Take the mixed-precision quiz; every question runs its lab first.");
+  cxxopts::Options options("amp-lab quiz",
+                           "Take the mixed-precision quiz; every question runs its lab first.");
   lab::add_context_options(options);
-  options.add_options()
-      ("answers", "answer without prompts: one letter per question, s to skip (e.g. acbdbbcd)", cxxopts::value<std::string>())
-      ("reveal", "run every lab and show the answer key with the explanations")
-      ("track", "the questions to walk: " + tracks, cxxopts::value<std::string>())
-      ("only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())
-      ("resume", "go on with the track's questions not answered yet (progress is saved as you answer)")
-      ("retry", "ask again the track's questions last answered wrong or skipped")
-      ("reset", "forget the track's saved progress (amp-lab progress shows it)")
-      ("json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())
-      ("no-color", "plain text (NO_COLOR is honoured too)")
-      ("quiz", "the quiz file (default: " + lab::escape(default_quiz_path()) + ")", cxxopts::value<std::string>())
-      ("h,help", "show this help");
+  options.add_options()(
+      "answers", "answer without prompts: one letter per question, s to skip (e.g. acbdbbcd)",
+      cxxopts::value<std::string>())("reveal", "run every lab and show the answer key with the explanations")(
+      "track", "the questions to walk: " + tracks, cxxopts::value<std::string>())(
+      "only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())(
+      "resume", "go on with the track's questions not answered yet (progress is saved as you answer)")(
+      "retry", "ask again the track's questions last answered wrong or skipped")(
+      "reset", "forget the track's saved progress (amp-lab progress shows it)")(
+      "json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())(
+      "no-color", "plain text (NO_COLOR is honoured too)")(
+      "quiz", "the quiz file (default: " + lab::escape(default_quiz_path()) + ")",
+      cxxopts::value<std::string>())("h,help", "show this help");
   return options;
 }
 
@@ -58,8 +59,9 @@ std::string track_list(const std::string& quiz_path) {
 
 int print_help(const cxxopts::ParseResult& args) {
   const std::string path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
-  std::cout << quiz_options(track_list(path)).help()
-            << "\nAt a prompt: a-d answers, s skips, h shows a hint, q quits (so do end of input and Ctrl-C).\n";
+  std::cout
+      << quiz_options(track_list(path)).help()
+      << "\nAt a prompt: a-d answers, s skips, h shows a hint, q quits (so do end of input and Ctrl-C).\n";
   lab::flush_stdout();
   return lab::kExitPass;
 }
@@ -98,8 +100,9 @@ std::vector<std::string> lab_flags(const lab::ContextArgs& c) {
 
 // A word for a shell: as it is when it holds nothing the shell would act on, else in single quotes.
 std::string shell_word(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
-                        std::string::npos)
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+          std::string::npos)
     return s;
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -128,23 +131,29 @@ std::optional<ProgressStore> progress_store(std::string* why) {
 }
 
 // --resume and --retry choose the questions from the saved progress; --only chooses them by number.
-std::vector<int> chosen_questions(const cxxopts::ParseResult& args, const Quiz& track, std::optional<ProgressStore>& store) {
+std::vector<int> chosen_questions(const cxxopts::ParseResult& args, const Quiz& track,
+                                  std::optional<ProgressStore>& store) {
   const bool resume = lab::flag(args, "resume"), retry = lab::flag(args, "retry");
   if (resume + retry + static_cast<bool>(args.count("only")) > 1)
     throw lab::UsageError("--only, --resume and --retry choose the questions: give one of them");
-  if (args.count("only")) return lab::parse_question_list(args["only"].as<std::string>(), track_numbers(track));
+  if (args.count("only"))
+    return lab::parse_question_list(args["only"].as<std::string>(), track_numbers(track));
   if (!resume && !retry) return {};
   std::string why;
-  if (!store && !(store = progress_store(&why))) throw lab::UsageError(fmt::format("--{}: no saved progress: {}", resume ? "resume" : "retry", why));
-  const std::vector<int> numbers = resume ? resume_questions(store->load(), track) : retry_questions(store->load(), track);
+  if (!store && !(store = progress_store(&why)))
+    throw lab::UsageError(fmt::format("--{}: no saved progress: {}", resume ? "resume" : "retry", why));
+  const std::vector<int> numbers =
+      resume ? resume_questions(store->load(), track) : retry_questions(store->load(), track);
   if (numbers.empty())
-    throw lab::UsageError(resume ? "--resume: every question of this track has an answer saved (--retry asks the missed ones)"
-                                 : "--retry: no question of this track was last answered wrong or skipped");
+    throw lab::UsageError(
+        resume ? "--resume: every question of this track has an answer saved (--retry asks the missed ones)"
+               : "--retry: no question of this track was last answered wrong or skipped");
   return numbers;
 }
 
 Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, const std::string& quiz_path) {
-  Parsed p{track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id), {}};
+  Parsed p{track_of(file, args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id),
+           {}};
   WalkOptions& w = p.walk;
   w.track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
   w.context = lab::context_args(args);
@@ -154,7 +163,8 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
     w.answers = args["answers"].as<std::string>();
     for (char c : *w.answers)
       if (!std::strchr("abcdsABCDS", c))
-        throw lab::UsageError(fmt::format("--answers: {} is not one of a, b, c, d or s", lab::quote(std::string(1, c))));
+        throw lab::UsageError(
+            fmt::format("--answers: {} is not one of a, b, c, d or s", lab::quote(std::string(1, c))));
   }
   w.reveal = lab::flag(args, "reveal");
   if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
@@ -178,7 +188,8 @@ int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
   auto store = progress_store(&why);
   if (!store) throw lab::UsageError("--reset: no saved progress: " + why);
   if (!store->reset(track == kAllTracks ? "" : track)) return lab::kExitLabError;  // the store said why
-  std::cout << fmt::format("Progress of {} forgotten ({}).\n", track == kAllTracks ? "every track" : "track " + track,
+  std::cout << fmt::format("Progress of {} forgotten ({}).\n",
+                           track == kAllTracks ? "every track" : "track " + track,
                            lab::escape(store->file().string()));
   return lab::kExitPass;
 }
@@ -186,7 +197,8 @@ int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
 int cmd_quiz(int argc, const char* const* argv) {
   auto args = quiz_options("").parse(argc, argv);
   if (lab::flag(args, "help")) return print_help(args);
-  if (!args.unmatched().empty()) throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
+  if (!args.unmatched().empty())
+    throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const std::string quiz_path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
   const Quiz file = load(quiz_path);
   if (lab::flag(args, "reset")) return reset_progress(args, file);

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
-#include <sstream>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -30,8 +30,8 @@ std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::
 }
 
 // Reads one answer. Returns the option index, -1 for skip, or nullopt to stop (q, EOF, Ctrl-C).
-std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const lab::Style& style, size_t width,
-                       std::string* stop_reason) {
+std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const lab::Style& style,
+                       size_t width, std::string* stop_reason) {
   const Question& q = *a.question;
   const int n = static_cast<int>(q.options.size());
   for (;;) {
@@ -53,8 +53,9 @@ std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const l
         continue;
       }
     }
-    out << fmt::format("Please answer with one letter a-{} (or s to skip, h for a hint, q to quit); got {}.\n",
-                       letter(n - 1), lab::quote(word, /*max_glyphs=*/20));
+    out << fmt::format(
+        "Please answer with one letter a-{} (or s to skip, h for a hint, q to quit); got {}.\n",
+        letter(n - 1), lab::quote(word, /*max_glyphs=*/20));
   }
 }
 
@@ -74,12 +75,14 @@ bool pause(std::istream& in, std::ostream& out, const lab::Style& style, std::st
 std::vector<Answered> questions_walked(const Quiz& quiz, const WalkOptions& options) {
   std::vector<Answered> walked;
   for (const auto& q : quiz.questions)
-    if (options.only.empty() || std::find(options.only.begin(), options.only.end(), q.number) != options.only.end()) {
+    if (options.only.empty() ||
+        std::find(options.only.begin(), options.only.end(), q.number) != options.only.end()) {
       walked.emplace_back(&q);
       walked.back().decl = lab::find_decl(q.lab);
     }
   if (options.answers && options.answers->size() != walked.size())
-    throw lab::UsageError(fmt::format("--answers has {} letters for {} questions", options.answers->size(), walked.size()));
+    throw lab::UsageError(
+        fmt::format("--answers has {} letters for {} questions", options.answers->size(), walked.size()));
   return walked;
 }
 
@@ -101,8 +104,8 @@ void run_lab(Answered& a, const WalkOptions& options, std::ostream& out) {
 }
 
 // The learner's choice (or the scripted one): the option index, -1 to skip; nullopt stops the walk.
-std::optional<int> answer_of(Answered& a, size_t i, const WalkOptions& options, std::istream& in, std::ostream& out,
-                             const lab::Style& style, std::string* stop_reason) {
+std::optional<int> answer_of(Answered& a, size_t i, const WalkOptions& options, std::istream& in,
+                             std::ostream& out, const lab::Style& style, std::string* stop_reason) {
   if (!options.answers) return ask(a, in, out, style, options.width, stop_reason);
   const char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*options.answers)[i])));
   out << "Your answer: " << c << " (scripted)\n";
@@ -113,7 +116,9 @@ std::optional<int> answer_of(Answered& a, size_t i, const WalkOptions& options, 
 // warned about once by the store, and the walk goes on.
 void save(const Answered& a, const WalkOptions& options) {
   if (!options.progress) return;
-  const Outcome outcome = a.outcome == Asked::Right ? Outcome::Right : a.outcome == Asked::Wrong ? Outcome::Wrong : Outcome::Skipped;
+  const Outcome outcome = a.outcome == Asked::Right   ? Outcome::Right
+                          : a.outcome == Asked::Wrong ? Outcome::Wrong
+                                                      : Outcome::Skipped;
   options.progress->record(*a.question, outcome, a.chosen >= 0 ? letter(a.chosen) : '\0', a.hints);
 }
 

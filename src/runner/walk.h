@@ -25,14 +25,14 @@ struct WalkOptions {
   bool reveal = false;                 // no questions: show the answer key with explanations
   bool pause = false;                  // after each explanation wait for Enter (a person at a terminal)
   std::optional<std::string> json_path;
-  std::vector<Input> inputs;           // files the walk reads (the quiz): --json may not name one
+  std::vector<Input> inputs;  // files the walk reads (the quiz): --json may not name one
   bool color = false;
-  bool live = false;                   // standard output is a terminal: live "running lab ..." lines
+  bool live = false;                     // standard output is a terminal: live "running lab ..." lines
   std::string command = "amp-lab quiz";  // how to run this walk again, for the retry line ("... --only 2,4")
-  size_t width = 80;                   // columns to lay everything out in (lab::terminal_width())
-  size_t rows = 40;                    // the screen's rows (a terminal's, else $LINES, else 40)
-  ProgressStore* progress = nullptr;   // where each answer is saved as the walk goes; nullptr: not saved
-  bool glosses = true;                 // a one-line gloss under a lab's measured part for terms first seen
+  size_t width = 80;                     // columns to lay everything out in (lab::terminal_width())
+  size_t rows = 40;                      // the screen's rows (a terminal's, else $LINES, else 40)
+  ProgressStore* progress = nullptr;     // where each answer is saved as the walk goes; nullptr: not saved
+  bool glosses = true;                   // a one-line gloss under a lab's measured part for terms first seen
 };
 
 // Returns the exit code: 0 when every lab that ran passed its checks, 1 when a check failed, 3 when a lab

@@ -14,20 +14,27 @@ const char* outcome_name(Asked o) {
 const char* lab_status(const Answered& a) {
   if (!a.ran) return "not run";
   switch (a.lab.kind) {
-    case LabOutcome::Kind::Report: return a.lab.report->passed() ? "passed" : "checks failed";
-    case LabOutcome::Kind::Interrupted: return "interrupted";
-    case LabOutcome::Kind::Crashed: return "crashed";
-    case LabOutcome::Kind::NotBuilt: return "not built";
-    default: return "failed";
+    case LabOutcome::Kind::Report:
+      return a.lab.report->passed() ? "passed" : "checks failed";
+    case LabOutcome::Kind::Interrupted:
+      return "interrupted";
+    case LabOutcome::Kind::Crashed:
+      return "crashed";
+    case LabOutcome::Kind::NotBuilt:
+      return "not built";
+    default:
+      return "failed";
   }
 }
 
 nlohmann::json question_json(const Answered& a, bool reveal) {
   const Question& q = *a.question;
-  nlohmann::json j = {{"number", q.number}, {"id", q.id}, {"lab", q.lab}, {"outcome", outcome_name(a.outcome)},
-                      {"hints", a.hints}, {"lab_status", lab_status(a)}};
+  nlohmann::json j = {{"number", q.number}, {"id", q.id},
+                      {"lab", q.lab},       {"outcome", outcome_name(a.outcome)},
+                      {"hints", a.hints},   {"lab_status", lab_status(a)}};
   // As in the summary: the answer of a question not answered stays unsaid.
-  if (reveal || a.outcome == Asked::Right || a.outcome == Asked::Wrong) j["correct"] = std::string(1, letter(q.answer));
+  if (reveal || a.outcome == Asked::Right || a.outcome == Asked::Wrong)
+    j["correct"] = std::string(1, letter(q.answer));
   if (a.chosen >= 0) j["answer"] = std::string(1, letter(a.chosen));
   if (a.reported()) {
     j["report"] = a.lab.report->to_json();
@@ -35,7 +42,8 @@ nlohmann::json question_json(const Answered& a, bool reveal) {
     if (j.contains("correct")) {
       const auto values = values_of(a);
       j["explanation"] = fill(q.explanation, values);
-      for (const auto& [index, why] : q.why_not) j["why_not"][std::string(1, letter(index))] = fill(why, values);
+      for (const auto& [index, why] : q.why_not)
+        j["why_not"][std::string(1, letter(index))] = fill(why, values);
     }
   } else if (a.ran) {
     j["lab_error"] = a.lab.message;

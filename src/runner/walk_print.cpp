@@ -11,8 +11,9 @@
 namespace runner {
 namespace {
 
-
-std::string plural(size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+std::string plural(size_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
 
 std::string numbers(const std::vector<int>& list) {
   std::string s;
@@ -50,7 +51,8 @@ std::map<std::string, std::string> values_of(const Answered& a) {
   }
   std::string templates = a.question->explanation + a.question->hint;
   for (const auto& [index, why] : a.question->why_not) templates += why;
-  for (const auto& name : placeholders(templates)) values.emplace(name, "(not measured: the lab did not run)");
+  for (const auto& name : placeholders(templates))
+    values.emplace(name, "(not measured: the lab did not run)");
   return values;
 }
 
@@ -62,12 +64,14 @@ void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions
     std::string title = "every question of every track";
     for (const auto& t : quiz.tracks)
       if (t.id == options.track) title = t.title;
-    out << fmt::format("Track {}: {} ({})\n", options.track, title, plural(questions, "question", "questions"));
+    out << fmt::format("Track {}: {} ({})\n", options.track, title,
+                       plural(questions, "question", "questions"));
   }
   if (!quiz.intro.empty() && !options.reveal) out << lab::paragraph("", quiz.intro, options.width, 0) << "\n";
   const lab::ContextArgs& c = options.context;
   // No global dtype: each lab states the types it uses in its own header (labs 01, 02 and 09-12 run fp16).
-  out << style.dim(fmt::format("device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION, c.seed,
+  out << style.dim(fmt::format("device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION,
+                               c.seed,
                                c.dtype ? " · --dtype " + *c.dtype + " where a lab lets you choose" : "",
                                c.quick ? " · quick mode" : "", c.flip ? " · FLIPPED" : ""))
       << "\n";
@@ -81,11 +85,12 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
       << std::flush;  // a reader of a pipe sees which lab runs
 }
 
-std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style,
-                      std::set<std::string>& glossed, size_t reserved) {
+std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
+                      const lab::Style& style, std::set<std::string>& glossed, size_t reserved) {
   if (!a.reported()) {
     const bool stopped = a.lab.kind == LabOutcome::Kind::Interrupted;
-    out << (stopped ? style.yellow("Interrupted: " + a.lab.message) : style.red("The lab failed: " + a.lab.message))
+    out << (stopped ? style.yellow("Interrupted: " + a.lab.message)
+                    : style.red("The lab failed: " + a.lab.message))
         << "\n";
     return "";
   }
@@ -108,7 +113,8 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   // Neutral definitions of the terms this walk shows for the first time, under what was measured, as many
   // as the screen has room for; the others after the answer.
   const auto fresh = new_terms(shown, glossed);
-  size_t used = 2 + reserved + static_cast<size_t>(std::count(shown.begin(), shown.end(), '\n'));  // 2: the banner
+  size_t used =
+      2 + reserved + static_cast<size_t>(std::count(shown.begin(), shown.end(), '\n'));  // 2: the banner
   std::string now, later;
   for (const auto* term : fresh) {
     const std::string gloss = format_glosses({term}, options.width);
@@ -121,16 +127,20 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   return later.empty() ? "" : style.dim("Terms:") + "\n" + later;
 }
 
-void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer, size_t width) {
+void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
+                    size_t width) {
   out << "\n";
   for (const auto& line : lab::wrap_lines(fmt::format("Q{}. {}", q.number, q.prompt), width, "", "    "))
     out << style.bold(line) << "\n";
   for (size_t k = 0; k < q.options.size(); ++k) {
     const bool correct = mark_answer && static_cast<int>(k) == q.answer;
-    auto lines = lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[k]), width, "  ", "     ");
+    auto lines = lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[k]), width,
+                                 "  ", "     ");
     // The key's marker stays whole: on the option's last line when it fits, else on a line of its own.
-    if (correct && lines.back().size() + 12 <= width) lines.back() += "   <- answer";
-    else if (correct) lines.push_back("     <- answer");
+    if (correct && lines.back().size() + 12 <= width)
+      lines.back() += "   <- answer";
+    else if (correct)
+      lines.push_back("     <- answer");
     for (const auto& line : lines) out << (correct ? style.green(line) : line) << "\n";
   }
 }
@@ -145,8 +155,8 @@ namespace {
 void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
   const Question& q = *a.question;
   const auto values = values_of(a);
-  for (const auto& line : lab::wrap_lines(fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]),
-                                         width, "", "     "))
+  for (const auto& line : lab::wrap_lines(
+           fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]), width, "", "     "))
     out << style.bold(line) << "\n";
   out << lab::paragraph("Why:", fill(q.explanation, values), width) << "\n";
   std::vector<int> order;
@@ -155,10 +165,12 @@ void print_explanation(const Answered& a, std::ostream& out, const lab::Style& s
     if (index != a.chosen) order.push_back(index);
   for (int index : order) {
     const bool theirs = index == a.chosen;
-    const std::string label = fmt::format("Not {}) {}{}", letter(index), q.options[index], theirs ? " (your answer)" : "");
+    const std::string label =
+        fmt::format("Not {}) {}{}", letter(index), q.options[index], theirs ? " (your answer)" : "");
     const auto why = q.why_not.find(index);
-    const std::string wrapped = why == q.why_not.end() ? lab::paragraph(label + ".", "", width)
-                                                       : lab::paragraph(label + ":", fill(why->second, values), width);
+    const std::string wrapped = why == q.why_not.end()
+                                    ? lab::paragraph(label + ".", "", width)
+                                    : lab::paragraph(label + ":", fill(why->second, values), width);
     out << (theirs ? style.yellow(wrapped) : wrapped) << "\n";
   }
 }
@@ -169,19 +181,24 @@ void print_checks(const Answered& a, const WalkOptions& options, std::ostream& o
   const std::string details =
       report.render_text({.color = options.color, .part = lab::Part::Details, .width = options.width});
   if (!details.empty()) out << details;
-  out << "\n" << report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = options.width});
+  out << "\n"
+      << report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = options.width});
   if (!report.passed())
-    out << style.yellow(fmt::format("Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
-                                    report.checks_passed(), report.checks().size()))
+    out << style.yellow(fmt::format(
+               "Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
+               report.checks_passed(), report.checks().size()))
         << "\n";
 }
 
 }  // namespace
 
 void print_answer(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
-  if (a.outcome == Asked::Skipped) out << style.yellow("Skipped.") << "\n";
-  else if (a.outcome == Asked::Right) out << style.green("Right!") << "\n";
-  else out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
+  if (a.outcome == Asked::Skipped)
+    out << style.yellow("Skipped.") << "\n";
+  else if (a.outcome == Asked::Right)
+    out << style.green("Right!") << "\n";
+  else
+    out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
   print_explanation(a, out, style, options.width);
   print_checks(a, options, out, style);
 }
@@ -198,19 +215,24 @@ std::string lab_cell(const Answered& a) {
     case LabOutcome::Kind::Report:
       return fmt::format("{}/{} {}", a.lab.report->checks_passed(), a.lab.report->checks().size(),
                          a.lab.report->passed() ? "pass" : "FAIL");
-    case LabOutcome::Kind::Interrupted: return "interrupted";
-    case LabOutcome::Kind::Crashed: return "lab crashed";
-    case LabOutcome::Kind::NotBuilt: return "not built";
-    default: return "lab failed";
+    case LabOutcome::Kind::Interrupted:
+      return "interrupted";
+    case LabOutcome::Kind::Crashed:
+      return "lab crashed";
+    case LabOutcome::Kind::NotBuilt:
+      return "not built";
+    default:
+      return "lab failed";
   }
 }
 
 // The answer of a question is shown only once the learner answered it (or asked for the key).
 std::vector<std::string> summary_row(const Answered& a, bool reveal) {
   const bool answered = a.outcome == Asked::Right || a.outcome == Asked::Wrong;
-  std::string yours = a.outcome == Asked::Skipped ? "skipped"
-                      : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
-                                 : "-";
+  std::string yours =
+      a.outcome == Asked::Skipped ? "skipped"
+      : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
+                 : "-";
   const std::string correct = answered || reveal ? std::string(1, letter(a.question->answer)) : "-";
   return {std::to_string(a.question->number), a.question->id, reveal ? "-" : yours, correct, lab_cell(a)};
 }
@@ -222,9 +244,12 @@ void print_checks_line(const Tally& t, std::ostream& out) {
     out << (t.labs_reported == 1 ? std::string("Lab checks: held in the 1 lab run\n")
                                  : fmt::format("Lab checks: held in all {} labs run\n", t.labs_reported));
   } else {
-    out << fmt::format("Lab checks: did NOT all hold: {} of {} passed{}\n", t.labs_passed,
-                       plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
-                       t.labs_failed ? fmt::format("; {} failed to run", plural(static_cast<size_t>(t.labs_failed), "lab", "labs")) : "");
+    out << fmt::format(
+        "Lab checks: did NOT all hold: {} of {} passed{}\n", t.labs_passed,
+        plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
+        t.labs_failed
+            ? fmt::format("; {} failed to run", plural(static_cast<size_t>(t.labs_failed), "lab", "labs"))
+            : "");
   }
 }
 
@@ -236,7 +261,8 @@ void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& op
     if (a.outcome == Asked::NotAsked) later.push_back(a.question->number);
   }
   if (!missed.empty())
-    out << fmt::format("Retry the {} you missed or skipped: ", missed.size() == 1 ? "one" : std::to_string(missed.size()))
+    out << fmt::format("Retry the {} you missed or skipped: ",
+                       missed.size() == 1 ? "one" : std::to_string(missed.size()))
         << style.bold(options.command + " --only " + numbers(missed)) << "\n";
   // --only names exactly the questions of this walk not reached; --resume (saved progress) would also
   // take those of the track this walk did not choose.
@@ -251,8 +277,8 @@ void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& op
 
 }  // namespace
 
-void print_summary(const std::vector<Answered>& walked, const WalkOptions& options, const std::string& stop_reason,
-                   std::ostream& out, const lab::Style& style) {
+void print_summary(const std::vector<Answered>& walked, const WalkOptions& options,
+                   const std::string& stop_reason, std::ostream& out, const lab::Style& style) {
   if (!stop_reason.empty()) out << "\n" << style.yellow("Stopped (" + stop_reason + ").") << "\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& a : walked) rows.push_back(summary_row(a, options.reveal));

@@ -22,8 +22,8 @@ struct Answered {
   const Question* question;
   const lab::LabDecl* decl = nullptr;
   Asked outcome = Asked::NotAsked;
-  int chosen = -1;  // the option index answered, -1 for none
-  int hints = 0;    // how many times the hint was shown
+  int chosen = -1;   // the option index answered, -1 for none
+  int hints = 0;     // how many times the hint was shown
   bool ran = false;  // the lab was started (or its build waited for)
   LabOutcome lab;
   bool reported() const { return ran && lab.kind == LabOutcome::Kind::Report; }
@@ -40,7 +40,9 @@ struct Tally {
 };
 Tally tally(const std::vector<Answered>& walked);
 
-inline char letter(int index) { return static_cast<char>('a' + index); }
+inline char letter(int index) {
+  return static_cast<char>('a' + index);
+}
 
 // The values of a question's {placeholders}: the observations its lab reported.
 std::map<std::string, std::string> values_of(const Answered& a);
@@ -53,9 +55,10 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
 // gloss for each term the walk shows for the first time (`glossed` holds those already glossed), as many as
 // fit on the screen with the `reserved` lines the question and its prompt take. Returns the glosses that
 // did not fit, to show after the answer: nothing pushes the measured part off the screen.
-std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style,
-                      std::set<std::string>& glossed, size_t reserved);
-void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer, size_t width);
+std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
+                      const lab::Style& style, std::set<std::string>& glossed, size_t reserved);
+void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
+                    size_t width);
 // "Hint: ..." with the measured numbers.
 void print_hint(const Answered& a, std::ostream& out, const lab::Style& style, size_t width);
 // After an answer: right or wrong, the correct option and why, the learner's option first among the wrong
@@ -65,8 +68,8 @@ void print_answer(const Answered& a, const WalkOptions& options, std::ostream& o
 void print_key(const Answered& a, std::ostream& out, const lab::Style& style, size_t width);
 // The table, the score, the labs' checks and the commands that retry the missed and skipped questions
 // and go on with those not reached.
-void print_summary(const std::vector<Answered>& walked, const WalkOptions& options, const std::string& stop_reason,
-                   std::ostream& out, const lab::Style& style);
+void print_summary(const std::vector<Answered>& walked, const WalkOptions& options,
+                   const std::string& stop_reason, std::ostream& out, const lab::Style& style);
 
 // Everything the walk observed, for --json.
 std::string walk_json(const std::vector<Answered>& walked, const WalkOptions& options, bool completed);

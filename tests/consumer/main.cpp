@@ -9,7 +9,7 @@
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 
-constexpr int kSteps = 40;             // enough for the loss to fall well below its start
+constexpr int kSteps = 40;  // enough for the loss to fall well below its start
 constexpr int64_t kBatch = 64;
 constexpr int64_t kFeatures = 16;
 constexpr double kLearningRate = 0.05;
@@ -47,7 +47,7 @@ int main() {
       std::printf("step %2d  loss %.5f  scale %g\n", step, last, scaler.get_scale());
   }
   const bool dropped = last < kRequiredDrop * first;
-  std::printf("loss %.5f -> %.5f over %d steps (%d skipped by the scaler): %s\n", first, last, kSteps, skipped,
-              dropped ? "went down" : "DID NOT go down enough");
+  std::printf("loss %.5f -> %.5f over %d steps (%d skipped by the scaler): %s\n", first, last, kSteps,
+              skipped, dropped ? "went down" : "DID NOT go down enough");
   return dropped ? 0 : 1;
 }

@@ -19,8 +19,10 @@ std::string g_outcome;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::string> words(1, "");
   for (size_t i = 0; i < size; ++i) {
-    if (data[i] == 0) words.emplace_back();
-    else words.back() += static_cast<char>(data[i]);
+    if (data[i] == 0)
+      words.emplace_back();
+    else
+      words.back() += static_cast<char>(data[i]);
   }
   std::vector<const char*> argv{"fuzz"};
   for (const auto& w : words) argv.push_back(w.c_str());
@@ -30,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     cxxopts::Options options("fuzz", "the shared command line");
     lab::add_context_options(options);
     lab::add_lab_options(options);
-    options.add_options()("only", "questions", cxxopts::value<std::string>())("quiz", "file", cxxopts::value<std::string>());
+    options.add_options()("only", "questions", cxxopts::value<std::string>())("quiz", "file",
+                                                                              cxxopts::value<std::string>());
     const auto args = options.parse(argc, argv.data());
     const lab::ContextArgs c = lab::context_args(args);
     if (args.count("only")) {
@@ -45,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                      static_cast<unsigned long long>(c.seed));
         std::abort();
       }
-    g_outcome = std::string("ok") + (c.quick ? " quick" : "") + (c.flip ? " flip" : "") + (lab::flag(args, "json") ? " json" : "");
+    g_outcome = std::string("ok") + (c.quick ? " quick" : "") + (c.flip ? " flip" : "") +
+                (lab::flag(args, "json") ? " json" : "");
   } catch (const lab::UsageError& e) {
     amp_lab_fuzz_check_message(e.what(), "", /*max_glyphs=*/600);  // our own messages, quoted as they are
     g_outcome = amp_lab_fuzz_shape(e.what());
@@ -56,12 +60,45 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return 0;
 }
 
-std::string amp_lab_fuzz_outcome() { return g_outcome; }
+std::string amp_lab_fuzz_outcome() {
+  return g_outcome;
+}
 
 const std::vector<std::string>& amp_lab_fuzz_dictionary() {
-  static const std::vector<std::string> d = {
-      std::string(1, '\0'), "--seed", "--seed=", "--device", "cuda", "cpu", "auto", "--dtype", "bf16", "fp16",
-      "--quick", "--flip", "--json", "--no-color", "--help", "-h", "--only", "1,3", ",", "=false", "=0", "=true",
-      "=1", "=yes", "--only=", "--quiz=", "-", "--", " ", "-1", "18446744073709551616", "\x1b[2J", "\n", "\xff", "q"};
+  static const std::vector<std::string> d = {std::string(1, '\0'),
+                                             "--seed",
+                                             "--seed=",
+                                             "--device",
+                                             "cuda",
+                                             "cpu",
+                                             "auto",
+                                             "--dtype",
+                                             "bf16",
+                                             "fp16",
+                                             "--quick",
+                                             "--flip",
+                                             "--json",
+                                             "--no-color",
+                                             "--help",
+                                             "-h",
+                                             "--only",
+                                             "1,3",
+                                             ",",
+                                             "=false",
+                                             "=0",
+                                             "=true",
+                                             "=1",
+                                             "=yes",
+                                             "--only=",
+                                             "--quiz=",
+                                             "-",
+                                             "--",
+                                             " ",
+                                             "-1",
+                                             "18446744073709551616",
+                                             "\x1b[2J",
+                                             "\n",
+                                             "\xff",
+                                             "q"};
   return d;
 }

@@ -32,10 +32,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void say(const char* text) { [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text)); }
+void say(const char* text) {
+  [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
+}
 
-std::string g_current;         // the input under test, saved when it crashes
-std::string g_crash_path;      // where it goes
+std::string g_current;     // the input under test, saved when it crashes
+std::string g_crash_path;  // where it goes
 const char* g_target = "fuzz";
 
 // Only async-signal-safe calls: this also runs from a signal handler, possibly inside malloc.
@@ -97,7 +99,8 @@ class Mutator {
         break;
       case 1:  // set one byte, often to something hostile
         if (!s.empty()) {
-          static const char hostile[] = {'\0', '\n', '\r', '\x1b', '\x7f', '\xff', '\xc3', '{', '}', '"', '\'', ':', '-', ' '};
+          static const char hostile[] = {'\0', '\n', '\r', '\x1b', '\x7f', '\xff', '\xc3',
+                                         '{',  '}',  '"',  '\'',   ':',    '-',    ' '};
           s[below(s.size())] = below(2) ? hostile[below(sizeof hostile)] : static_cast<char>(below(256));
         }
         break;
@@ -165,17 +168,27 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (a == "--seconds") seconds = std::stod(next());
-      else if (a == "--runs") runs = std::stoll(next());
-      else if (a == "--seed") seed = std::stoull(next());
-      else if (a == "--max-len") max_len = std::stoull(next());
-      else if (a == "--hang-seconds") hang_seconds = static_cast<unsigned>(std::stoul(next()));
-      else if (a == "--crash-dir") crash_dir = next();
-      else if (!a.empty() && a[0] == '-') throw std::invalid_argument(a);
-      else corpus_dirs.push_back(a);
+      if (a == "--seconds")
+        seconds = std::stod(next());
+      else if (a == "--runs")
+        runs = std::stoll(next());
+      else if (a == "--seed")
+        seed = std::stoull(next());
+      else if (a == "--max-len")
+        max_len = std::stoull(next());
+      else if (a == "--hang-seconds")
+        hang_seconds = static_cast<unsigned>(std::stoul(next()));
+      else if (a == "--crash-dir")
+        crash_dir = next();
+      else if (!a.empty() && a[0] == '-')
+        throw std::invalid_argument(a);
+      else
+        corpus_dirs.push_back(a);
     } catch (const std::exception&) {
-      std::fprintf(stderr, "usage: %s [--seconds S] [--runs N] [--seed X] [--max-len BYTES] [--hang-seconds S] "
-                   "[--crash-dir DIR] CORPUS_DIR...\n", g_target);
+      std::fprintf(stderr,
+                   "usage: %s [--seconds S] [--runs N] [--seed X] [--max-len BYTES] [--hang-seconds S] "
+                   "[--crash-dir DIR] CORPUS_DIR...\n",
+                   g_target);
       return 2;
     }
   }
@@ -189,14 +202,16 @@ int main(int argc, char** argv) {
     for (const auto& entry : fs::directory_iterator(dir, ec))
       if (entry.is_regular_file()) pool.push_back(slurp(entry.path()));
     if (ec) {
-      std::fprintf(stderr, "%s: cannot read the corpus %s: %s\n", g_target, dir.c_str(), ec.message().c_str());
+      std::fprintf(stderr, "%s: cannot read the corpus %s: %s\n", g_target, dir.c_str(),
+                   ec.message().c_str());
       return 2;
     }
   }
   if (pool.empty()) pool.push_back("");
   const size_t seeds = pool.size();
 
-  g_crash_path = (fs::path(crash_dir) / (std::string("crash-") + g_target + "-" + std::to_string(::getpid()))).string();
+  g_crash_path =
+      (fs::path(crash_dir) / (std::string("crash-") + g_target + "-" + std::to_string(::getpid()))).string();
   if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(save_current);
   struct sigaction sa {};
   sa.sa_handler = on_fatal;
@@ -209,11 +224,14 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   double slowest = 0;
   long long done = 0;
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   // The seeds run first, unchanged; then mutants of the pool.
   for (; runs < 0 || done < runs; ++done) {
     if (runs < 0 && (done & 63) == 0 && elapsed() >= seconds) break;
-    g_current = done < static_cast<long long>(seeds) ? pool[done] : mutator.mutate(pool[mutator.pick(pool.size())], pool);
+    g_current = done < static_cast<long long>(seeds) ? pool[done]
+                                                     : mutator.mutate(pool[mutator.pick(pool.size())], pool);
     const auto t0 = std::chrono::steady_clock::now();
     alarm(hang_seconds);
     LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(g_current.data()), g_current.size());
@@ -221,8 +239,10 @@ int main(int argc, char** argv) {
     slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (outcomes.insert(amp_lab_fuzz_outcome()).second && pool.size() < 20000) pool.push_back(g_current);
   }
-  std::printf("%s: %lld inputs in %.1f s (seed %llu, %zu seeds), %zu distinct outcomes, 0 crashes, "
-              "0 sanitizer reports, 0 hangs, slowest input %.1f ms\n",
-              g_target, done, elapsed(), static_cast<unsigned long long>(seed), seeds, outcomes.size(), slowest * 1000);
+  std::printf(
+      "%s: %lld inputs in %.1f s (seed %llu, %zu seeds), %zu distinct outcomes, 0 crashes, "
+      "0 sanitizer reports, 0 hangs, slowest input %.1f ms\n",
+      g_target, done, elapsed(), static_cast<unsigned long long>(seed), seeds, outcomes.size(),
+      slowest * 1000);
   return 0;
 }

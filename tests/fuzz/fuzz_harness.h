@@ -16,6 +16,7 @@ const std::vector<std::string>& amp_lab_fuzz_dictionary();
 
 // Aborts (a crash to the fuzzer) unless `message` is one printable line of at most `max_glyphs`: no control
 // characters, well-formed UTF-8, starting with `prefix`.
-void amp_lab_fuzz_check_message(const std::string& message, const std::string& prefix, std::size_t max_glyphs);
+void amp_lab_fuzz_check_message(const std::string& message, const std::string& prefix,
+                                std::size_t max_glyphs);
 // The message with quoted input, digits and bracketed indices taken out: the outcome name.
 std::string amp_lab_fuzz_shape(const std::string& message);

@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(clean(quiz.title), "title not clean");
     for (const auto& q : quiz.questions) {
       require(q.options.size() == 4 && q.answer >= 0 && q.answer < 4, "options or answer out of range");
-      for (const auto* s : {&q.id, &q.lab, &q.prompt, &q.explanation, &q.hint}) require(clean(*s), "field not clean");
+      for (const auto* s : {&q.id, &q.lab, &q.prompt, &q.explanation, &q.hint})
+        require(clean(*s), "field not clean");
       for (const auto& o : q.options) require(clean(o), "option not clean");
       std::map<std::string, std::string> values;
       for (const auto& name : runner::placeholders(q.explanation + "\n" + q.hint)) values[name] = "1.5";
@@ -58,13 +59,54 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   return 0;
 }
 
-std::string amp_lab_fuzz_outcome() { return g_outcome; }
+std::string amp_lab_fuzz_outcome() {
+  return g_outcome;
+}
 
 const std::vector<std::string>& amp_lab_fuzz_dictionary() {
-  static const std::vector<std::string> d = {
-      "title: ", "intro: ", "questions:\n", "  - id: ", "    lab: ", "    prompt: ", "    options: ", "    answer: ",
-      "    hint: ", "    explanation: ", "lab-a", "[A, B, C, D]", "{steps}", "{lost_share:value}", "{", "}", "{{",
-      "\n---\n", "...\n", "&a ", "*a", "!!str ", "? ", ": ", "- ", "[", "]", "\"", "'", "\\e", "\\x00", "\\u202e",
-      "\\uD800", "\xc3\xa9", "\xe2\x80\xae", "\xff", "\r", "\r\n", "\t", "~", "null", "|\n  ", ">-\n  ", "#"};
+  static const std::vector<std::string> d = {"title: ",
+                                             "intro: ",
+                                             "questions:\n",
+                                             "  - id: ",
+                                             "    lab: ",
+                                             "    prompt: ",
+                                             "    options: ",
+                                             "    answer: ",
+                                             "    hint: ",
+                                             "    explanation: ",
+                                             "lab-a",
+                                             "[A, B, C, D]",
+                                             "{steps}",
+                                             "{lost_share:value}",
+                                             "{",
+                                             "}",
+                                             "{{",
+                                             "\n---\n",
+                                             "...\n",
+                                             "&a ",
+                                             "*a",
+                                             "!!str ",
+                                             "? ",
+                                             ": ",
+                                             "- ",
+                                             "[",
+                                             "]",
+                                             "\"",
+                                             "'",
+                                             "\\e",
+                                             "\\x00",
+                                             "\\u202e",
+                                             "\\uD800",
+                                             "\xc3\xa9",
+                                             "\xe2\x80\xae",
+                                             "\xff",
+                                             "\r",
+                                             "\r\n",
+                                             "\t",
+                                             "~",
+                                             "null",
+                                             "|\n  ",
+                                             ">-\n  ",
+                                             "#"};
   return d;
 }
