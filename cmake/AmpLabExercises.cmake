@@ -1,4 +1,4 @@
-# Exercises (issue 22): the learner writes a lab's AMP code and the lab's own checks judge it.
+# Exercises: the learner writes a lab's AMP code and the lab's own checks judge it.
 #
 # An exercise is a starter file, labs/exercises/NN_<lab stem>.cpp, for a lab whose AMP code stands in
 # `#ifndef AMP_LAB_EXERCISE` blocks (src/runner/exercise_source.h). For each one this module builds

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A learner's session through the real runner (issue 22): amp-lab exercise, check (a failing check with its
+# A learner's session through the real runner: amp-lab exercise, check (a failing check with its
 # hint), watch (a save that fixes the file ends it with the passing verdict; Ctrl-C stops it cleanly),
 # --solution and progress recorded, and bad input refused in one line with exit 2.
 #   exercise_session_test.sh AMP_LAB SOURCE_DIR

@@ -1,5 +1,5 @@
 // Lab 08 (autocast-policy), beyond tests/test_labs.cpp: the counts and the op names in the sentences the
-// quiz cites come from the table, so they cannot disagree with it (issue 17: prod(dtype=bf16) gives bf16
+// quiz cites come from the table, so they cannot disagree with it (prod(dtype=bf16) gives bf16
 // and is no "fp32 or wider" op; mse_loss and prod were moved to fp32, not "kept" there).
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// The exercises kept honest (issue 22): for each exercise, its starter compiles and fails the lab's checks,
+// The exercises kept honest: for each exercise, its starter compiles and fails the lab's checks,
 // the lab's own code (the generated reference solution) passes them, and every wrong solution kept in
 // tests/exercises/ fails them with the hint it names. ctest runs each case once per exercise
 // (tests/CMakeLists.txt sets AMP_LAB_TEST_EXERCISE); the executables are built with the tests, each the

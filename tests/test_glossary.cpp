@@ -229,7 +229,7 @@ TEST_CASE("a walk glosses each term once, the first time a text uses it") {
 }
 
 TEST_CASE(
-    "the glossary holds the terms issue 19 names, each with a one-line definition, most with a source") {
+    "the glossary holds the terms the walk must gloss, each with a one-line definition, most with a source") {
   for (const char* name :
        {"binade",         "ulp",      "subnormal", "amax",     "loss scale", "growth interval",
         "master weights", "autocast", "c10d",      "Gloo",     "NCCL",       "DDP",

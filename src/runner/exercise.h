@@ -1,4 +1,4 @@
-// The exercises (issue 22): the learner writes a lab's AMP code, and the lab's own checks judge it.
+// The exercises: the learner writes a lab's AMP code, and the lab's own checks judge it.
 //
 // Each exercise is a starter, labs/exercises/NN_<lab stem>.cpp, for a lab whose AMP code stands in
 // AMP_LAB_EXERCISE blocks (runner/exercise_source.h). The learner edits a copy in a workspace; `amp-lab

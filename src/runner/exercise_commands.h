@@ -1,4 +1,4 @@
-// The runner's exercise commands (issue 22): amp-lab exercises | exercise ID | check ID | watch ID.
+// The runner's exercise commands: amp-lab exercises | exercise ID | check ID | watch ID.
 // Each takes the arguments after the command's name (argv[0] is the command) and returns the exit code:
 // 0 done (every check holds), 1 not yet (a check fails, the file does not build, the lab stopped),
 // 2 bad usage (lab::UsageError, thrown), 3 the build itself could not run, 130 Ctrl-C in watch.
