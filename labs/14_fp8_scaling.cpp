@@ -449,8 +449,7 @@ double room(const Result& m) {
 }
 
 std::string path_note(const lab::Context& ctx) {
-  if (!ctx.cuda())
-    return "FP8 matmuls emulated on the CPU, as at::_scaled_mm's CPU kernel computes them; not timed";
+  if (!ctx.cuda()) return "FP8 matmuls emulated on the CPU (at::_scaled_mm's CPU result); not timed";
   const int cc = amp::cuda_compute_capability();
   if (cc >= 89)
     return fmt::format(
@@ -465,9 +464,8 @@ std::string path_note(const lab::Context& ctx) {
 void report_measured(const Result& m, lab::Report& r) {
   if (m.ctx.flip) r.note("FLIP: every per-tensor scale is 1 (current and delayed scaling cast unscaled)");
   r.note(
-      fmt::format("a {0}-{0}-{0}-{0} tanh MLP on the problem of labs 02 and 07 (tiny dL/dy by "
-                  "construction); x, h, W in E4M3 (max {1:g}), dL/dy in E5M2 (max {2:g})",
-                  kWidth, m.e4m3.max, m.e5m2.max));
+      // One line at 80 columns each, so the screen before Q14 fits 80x40 (the formats' limits follow below).
+      fmt::format("{0}-{0}-{0}-{0} tanh MLP (labs 02/07's data); x, h, W in E4M3, dL/dy in E5M2", kWidth));
   r.note(path_note(m.ctx));
   r.section("Step 0: nonzero values each FP8 cast loses (flushed to 0 or beyond max)");
   auto& t = r.table("", {"tensor", "amax", "no scale", pow2(std::exp2(m.best_exp)) + " for all",
