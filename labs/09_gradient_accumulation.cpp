@@ -26,6 +26,7 @@
 #include "lab/charts.h"
 #include "lab/registry.h"
 #include "lab/report.h"
+#include "lab/teacher_student.h"
 
 namespace {
 
@@ -158,33 +159,6 @@ struct Result {
   double worst_applied = 0;  // worst applied update vs the fp32 whole-batch step at the same weights
   double final_scale = 0;
 };
-
-// A tanh MLP with these weights and biases (w1, b1, w2, b2), its sizes taken from them.
-torch::nn::Sequential mlp_with(const std::vector<torch::Tensor>& p) {
-  torch::nn::Sequential m(torch::nn::Linear(p[0].size(1), p[0].size(0)), torch::nn::Tanh(),
-                          torch::nn::Linear(p[2].size(1), p[2].size(0)));
-  torch::NoGradGuard no_grad;
-  m->to(p[0].device());
-  const auto params = m->parameters();  // w1, b1, w2, b2
-  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(p[i]);
-  return m;
-}
-
-// The student's start (weights ~ N(0, 1/fan_in), zero biases) and a teacher with N(0, 1) weights and
-// biases, whose larger outputs are the targets; then `batch` inputs. Drawn in this order, before any
-// module is made (a Linear draws its own initial weights).
-struct Drawn {
-  std::vector<torch::Tensor> start, teacher;
-  torch::Tensor x;
-};
-Drawn draw(torch::Device dev, torch::IntArrayRef batch) {
-  const auto o = torch::device(dev);
-  Drawn d{.start = {torch::randn({kHidden, kIn}, o) / std::sqrt(double(kIn)), torch::zeros({kHidden}, o),
-                    torch::randn({kOut, kHidden}, o) / std::sqrt(double(kHidden)), torch::zeros({kOut}, o)}};
-  for (const auto& t : d.start) d.teacher.push_back(torch::empty_like(t).normal_());
-  d.x = torch::randn(batch, o);
-  return d;
-}
 
 torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype = torch::kFloat) {
   auto c = torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
@@ -329,8 +303,9 @@ void train(Setup& s, bool flip, Result& r) {
 
 Result measure(const lab::Context& ctx) {
   Result r{.ctx = ctx, .batches = ctx.size(24, 48, 12)};
-  const Drawn d = draw(ctx.device, {kMicro * kMicroBatch, kIn});
-  Setup s{.start = mlp_with(d.start), .teacher = mlp_with(d.teacher), .x = d.x};
+  const lab::TeacherStudent d =
+      lab::draw_teacher_student(ctx.device, kIn, kHidden, kOut, {kMicro * kMicroBatch, kIn});
+  Setup s{.start = lab::mlp_with(d.start), .teacher = lab::mlp_with(d.teacher), .x = d.x};
   {
     torch::NoGradGuard no_grad;
     s.y = s.teacher->forward(s.x);

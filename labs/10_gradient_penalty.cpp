@@ -24,6 +24,7 @@
 #include "amp/grad_scaler.h"
 #include "lab/registry.h"
 #include "lab/report.h"
+#include "lab/teacher_student.h"
 
 namespace {
 
@@ -130,33 +131,6 @@ double norm_of(const std::vector<torch::Tensor>& grads, torch::ScalarType dtype)
   return sum_sq.sqrt().item<double>();
 }
 
-// A tanh MLP with these weights and biases (w1, b1, w2, b2), its sizes taken from them.
-torch::nn::Sequential mlp_with(const std::vector<torch::Tensor>& p) {
-  torch::nn::Sequential m(torch::nn::Linear(p[0].size(1), p[0].size(0)), torch::nn::Tanh(),
-                          torch::nn::Linear(p[2].size(1), p[2].size(0)));
-  torch::NoGradGuard no_grad;
-  m->to(p[0].device());
-  const auto params = m->parameters();  // w1, b1, w2, b2
-  for (size_t i = 0; i < params.size(); ++i) params[i].copy_(p[i]);
-  return m;
-}
-
-// The student's start (weights ~ N(0, 1/fan_in), zero biases) and a teacher with N(0, 1) weights and
-// biases, whose larger outputs are the targets; then `batch` inputs. Drawn in this order, before any
-// module is made (a Linear draws its own initial weights).
-struct Drawn {
-  std::vector<torch::Tensor> start, teacher;
-  torch::Tensor x;
-};
-Drawn draw(torch::Device dev, torch::IntArrayRef batch) {
-  const auto o = torch::device(dev);
-  Drawn d{.start = {torch::randn({kHidden, kIn}, o) / std::sqrt(double(kIn)), torch::zeros({kHidden}, o),
-                    torch::randn({kOut, kHidden}, o) / std::sqrt(double(kHidden)), torch::zeros({kOut}, o)}};
-  for (const auto& t : d.start) d.teacher.push_back(torch::empty_like(t).normal_());
-  d.x = torch::randn(batch, o);
-  return d;
-}
-
 void train(const Setup& s, int64_t steps, bool flip, Run& run) {
   torch::nn::Sequential m = copy_of(s.start, run.dtype);
   torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
@@ -207,11 +181,11 @@ void other_answers(const Setup& s, Result& r) {
 
 Result measure(const lab::Context& ctx) {
   Result r{.ctx = ctx, .steps = ctx.size(60, 200, 20)};
-  const Drawn d = draw(ctx.device, {kBatch, kIn});
-  Setup s{.start = mlp_with(d.start), .x = d.x};
+  const lab::TeacherStudent d = lab::draw_teacher_student(ctx.device, kIn, kHidden, kOut, {kBatch, kIn});
+  Setup s{.start = lab::mlp_with(d.start), .x = d.x};
   {
     torch::NoGradGuard no_grad;
-    s.y = mlp_with(d.teacher)->forward(s.x);
+    s.y = lab::mlp_with(d.teacher)->forward(s.x);
   }
   r.runs = {{.name = "float64", .dtype = torch::kDouble},
             {.name = "fp32", .dtype = torch::kFloat},
