@@ -67,17 +67,10 @@ std::string learner_path(const cxxopts::ParseResult& args, const ExerciseInfo& e
   return p.string();
 }
 
-// The learner's progress, shared with the quiz's; nothing when there is no home to keep it in.
-std::optional<ProgressStore> store() {
-  const auto dir = default_state_dir();
-  if (!dir) return std::nullopt;
-  return ProgressStore(*dir);
-}
-
 // Records in progress.json what happened to exercise `e`; `change` edits its entry (an object).
 void record(const ExerciseInfo& e, const std::function<void(nlohmann::json&)>& change) {
-  auto s = store();
-  if (!s) return;  // no home: nothing lasts, the command still works
+  auto s = default_progress_store();  // shared with the quiz's; none without a home
+  if (!s) return;                     // no home: nothing lasts, the command still works
   s->update([&](Progress& p) {
     nlohmann::json& entry = p.exercises[e.id];
     if (!entry.is_object()) entry = nlohmann::json::object();
@@ -147,7 +140,7 @@ int cmd_exercises(int argc, const char* const* argv) {
   if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
-  auto s = store();
+  auto s = default_progress_store();  // shared with the quiz's; none without a home
   const Progress progress = s ? s->load() : Progress{};
   std::vector<std::vector<std::string>> rows;
   for (const ExerciseInfo& e : exercises()) {

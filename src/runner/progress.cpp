@@ -253,6 +253,11 @@ std::optional<std::filesystem::path> default_state_dir(std::string* why) {
   return std::filesystem::path(home) / ".local" / "state" / "amp-lab";
 }
 
+std::optional<ProgressStore> default_progress_store(std::string* why) {
+  if (const auto dir = default_state_dir(why)) return ProgressStore(*dir);
+  return std::nullopt;
+}
+
 ProgressStore::ProgressStore(std::filesystem::path dir, Warn warn)
     : dir_(std::move(dir)), file_(dir_ / "progress.json"), warn_(std::move(warn)) {
   if (!warn_)

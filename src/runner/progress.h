@@ -98,6 +98,9 @@ class ProgressStore {
   bool read_only_ = false;    // a file that could be neither read nor set aside: never overwrite it
 };
 
+// The store in default_state_dir(); nullopt (and `why`) when there is no home to keep it in.
+std::optional<ProgressStore> default_progress_store(std::string* why = nullptr);
+
 // The latest record of `q`, when one is saved for its track, number and id.
 const QuestionRecord* find_record(const Progress& progress, const Question& q);
 

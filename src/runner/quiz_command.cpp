@@ -124,12 +124,6 @@ struct Parsed {
   std::optional<ProgressStore> store;  // where answers typed by a person are saved
 };
 
-// The saved progress's store; nullopt (and `why`) when there is no home to keep it in.
-std::optional<ProgressStore> progress_store(std::string* why) {
-  if (const auto dir = default_state_dir(why)) return ProgressStore(*dir);
-  return std::nullopt;
-}
-
 // --resume and --retry choose the questions from the saved progress; --only chooses them by number.
 std::vector<int> chosen_questions(const cxxopts::ParseResult& args, const Quiz& track,
                                   std::optional<ProgressStore>& store) {
@@ -140,7 +134,7 @@ std::vector<int> chosen_questions(const cxxopts::ParseResult& args, const Quiz& 
     return lab::parse_question_list(args["only"].as<std::string>(), track_numbers(track));
   if (!resume && !retry) return {};
   std::string why;
-  if (!store && !(store = progress_store(&why)))
+  if (!store && !(store = default_progress_store(&why)))
     throw lab::UsageError(fmt::format("--{}: no saved progress: {}", resume ? "resume" : "retry", why));
   const std::vector<int> numbers =
       resume ? resume_questions(store->load(), track) : retry_questions(store->load(), track);
@@ -171,7 +165,7 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   if (args.count("json")) w.json_path = args["json"].as<std::string>();
   w.inputs = {{quiz_path, "the quiz file"}};
   // Answers typed by a person are saved; scripted ones (--answers) and the answer key (--reveal) are not.
-  if (!w.answers && !w.reveal && !p.store) p.store = progress_store(nullptr);
+  if (!w.answers && !w.reveal && !p.store) p.store = default_progress_store(nullptr);
   if (p.store) w.inputs.push_back({p.store->file().string(), "the saved progress"});
   w.command = command_name() + " quiz" + (w.track != file.tracks.front().id ? " --track " + w.track : "") +
               (args.count("quiz") ? " --quiz " + shell_word(quiz_path) : "");
@@ -185,7 +179,7 @@ int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
   const std::string track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
   track_of(file, track);  // an unknown track is refused
   std::string why;
-  auto store = progress_store(&why);
+  auto store = default_progress_store(&why);
   if (!store) throw lab::UsageError("--reset: no saved progress: " + why);
   if (!store->reset(track == kAllTracks ? "" : track)) return lab::kExitLabError;  // the store said why
   std::cout << fmt::format("Progress of {} forgotten ({}).\n",
