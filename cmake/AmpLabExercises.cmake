@@ -24,15 +24,19 @@ add_library(amp_lab_exercise_source STATIC ${PROJECT_SOURCE_DIR}/src/runner/exer
 target_include_directories(amp_lab_exercise_source PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(amp_lab_exercise_source PUBLIC amp_lab::fmt)
 amp_lab_warnings(amp_lab_exercise_source)
+amp_lab_quick_compile(amp_lab_exercise_source)
 # The exercises' catalog and hints, building and judging a learner's file, and its progress.
 add_library(amp_lab_exercise STATIC ${PROJECT_SOURCE_DIR}/src/runner/exercise.cpp
             ${PROJECT_SOURCE_DIR}/src/runner/exercise_check.cpp)
 target_link_libraries(amp_lab_exercise PUBLIC amp_lab_exercise_source amp_lab::quiz nlohmann_json::nlohmann_json)
 amp_lab_warnings(amp_lab_exercise)
+amp_lab_quick_compile(amp_lab_exercise)
+set_target_properties(amp_lab_exercise PROPERTIES UNITY_BUILD ON)
 add_executable(amp-lab-exercise-gen ${PROJECT_SOURCE_DIR}/src/runner/exercise_gen_main.cpp)
 target_link_libraries(amp-lab-exercise-gen PRIVATE amp_lab_exercise_source)
 set_target_properties(amp-lab-exercise-gen PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${AMP_LAB_EXERCISES_DIR}/bin)
 amp_lab_warnings(amp-lab-exercise-gen)
+amp_lab_quick_compile(amp-lab-exercise-gen)
 
 # The exercises' precompiled header, src/runner/exercise_pch.h (the parts of LibTorch an AMP code uses and
 # the amp library), at -O0: a header precompiled at -O3 is refused at -O0. It loads in about 4.5 s of CPU

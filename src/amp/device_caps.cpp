@@ -1,7 +1,7 @@
 #include "amp/device_caps.h"
 
+#include <ATen/ops/tensor.h>  // not <torch/types.h>: at::tensor is all this file creates
 #include <torch/cuda.h>
-#include <torch/types.h>
 
 // With a CUDA LibTorch (src/CMakeLists.txt defines AMP_LAB_TORCH_CUDA=1 for this file) the current device
 // comes from c10/cuda/CUDAFunctions.h and its properties from the CUDA runtime, and nothing else of CUDA is
@@ -66,7 +66,7 @@ namespace {
 bool bf16_tensor_creatable_on_cuda() {
   static const bool creatable = [] {
     try {
-      torch::tensor({1.0}, torch::TensorOptions().dtype(torch::kBFloat16).device(torch::kCUDA));
+      at::tensor({1.0}, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
       return true;
     } catch (const std::exception&) {
       return false;

@@ -3,22 +3,26 @@
 #include <algorithm>
 #include <cmath>
 
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/bincount.h>
+#include <ATen/ops/floor.h>
+#include <ATen/ops/log2.h>
 #include <fmt/format.h>
 
 #include "lab/text.h"
 
 namespace lab {
 
-Chart log2_histogram(std::string title, const torch::Tensor& values, int lo, int hi, int step,
+Chart log2_histogram(std::string title, const at::Tensor& values, int lo, int hi, int step,
                      const std::vector<Marker>& markers, int bar_width) {
-  torch::Tensor v = values.detach().to(torch::kCPU, torch::kFloat64).abs().flatten();
+  at::Tensor v = values.detach().to(at::kCPU, at::kDouble).abs().flatten();
   const int64_t total = v.numel();
   const int64_t zeros = (v == 0).sum().item<int64_t>();
-  torch::Tensor nz = v.masked_select(v > 0);
-  torch::Tensor e = torch::floor(torch::log2(nz)).clamp(lo, hi - 1).to(torch::kInt64);
+  at::Tensor nz = v.masked_select(v > 0);
+  at::Tensor e = at::floor(at::log2(nz)).clamp(lo, hi - 1).to(at::kLong);
   const int rows = (hi - lo + step - 1) / step;
-  torch::Tensor counts = torch::bincount((e - lo).div(step, /*rounding_mode=*/"floor"),
-                                         /*weights=*/std::nullopt, /*minlength=*/rows);
+  at::Tensor counts = at::bincount((e - lo).div(step, /*rounding_mode=*/"floor"),
+                                   /*weights=*/std::nullopt, /*minlength=*/rows);
 
   Chart chart{std::move(title), {}, nlohmann::json::object()};
   std::vector<int64_t> c(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + rows);

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include <torch/types.h>
+#include <ATen/core/Tensor.h>  // not <torch/types.h>: see lab/context.h
 
 #include "lab/report.h"
 
@@ -17,7 +17,7 @@ struct Marker {
 
 // Histogram of floor(log2|x|) over [lo, hi) in rows of `step` exponents; values below lo and at or
 // above hi go into the first and last rows, exact zeros into a row of their own.
-Chart log2_histogram(std::string title, const torch::Tensor& values, int lo, int hi, int step,
+Chart log2_histogram(std::string title, const at::Tensor& values, int lo, int hi, int step,
                      const std::vector<Marker>& markers, int bar_width = 32);
 
 // One glyph per value, ▁ (lowest) to █ (highest); log2 scale suits a loss scale.

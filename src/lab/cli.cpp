@@ -15,34 +15,34 @@
 
 namespace lab {
 
-torch::Device resolve_device(const std::string& name, std::string* notice) {
-  if (name == "cpu") return torch::kCPU;
+at::Device resolve_device(const std::string& name, std::string* notice) {
+  if (name == "cpu") return at::kCPU;
   if (name == "cuda") {
     if (!amp::cuda_available())
       throw UsageError("--device cuda: no CUDA device is available here (use --device cpu or auto)");
-    return torch::Device(torch::kCUDA, 0);
+    return at::Device(at::kCUDA, 0);
   }
   if (name == "auto") {
     if (amp::cuda_available()) {
       if (notice) *notice = "auto: CUDA found (" + amp::cuda_device_name() + "), using cuda:0";
-      return torch::Device(torch::kCUDA, 0);
+      return at::Device(at::kCUDA, 0);
     }
     if (notice) *notice = "auto: no CUDA device found, using the CPU";
-    return torch::kCPU;
+    return at::kCPU;
   }
   throw UsageError("--device must be auto, cpu or cuda, got " + quote(name));
 }
 
-torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::Device device) {
-  if (!name) return device.is_cuda() ? torch::kHalf : torch::kBFloat16;
-  torch::ScalarType dtype;
+at::ScalarType resolve_dtype(const std::optional<std::string>& name, at::Device device) {
+  if (!name) return device.is_cuda() ? at::kHalf : at::kBFloat16;
+  at::ScalarType dtype;
   if (*name == "fp16" || *name == "float16" || *name == "half")
-    dtype = torch::kHalf;
+    dtype = at::kHalf;
   else if (*name == "bf16" || *name == "bfloat16")
-    dtype = torch::kBFloat16;
+    dtype = at::kBFloat16;
   else
     throw UsageError("--dtype must be fp16 or bf16, got " + quote(*name));
-  if (device.is_cuda() && dtype == torch::kBFloat16 && !amp::cuda_supports_bf16())
+  if (device.is_cuda() && dtype == at::kBFloat16 && !amp::cuda_supports_bf16())
     throw UsageError("--dtype bf16: this CUDA device (" + amp::cuda_device_name() +
                      ") has no bfloat16 support");
   return dtype;

@@ -16,9 +16,9 @@ struct LabInfo;
 // `notice` receives what "auto" decided ("auto: no CUDA device, using the CPU"), to be printed.
 Context context_from(const cxxopts::ParseResult& args, std::string* notice = nullptr);
 
-torch::Device resolve_device(const std::string& name, std::string* notice = nullptr);
+at::Device resolve_device(const std::string& name, std::string* notice = nullptr);
 // nullopt: the device's default (CPU bf16, CUDA fp16), as torch.autocast picks.
-torch::ScalarType resolve_dtype(const std::optional<std::string>& name, torch::Device device);
+at::ScalarType resolve_dtype(const std::optional<std::string>& name, at::Device device);
 
 // One line from any exception, without LibTorch's C++ backtrace, escaped and cut by safe_line().
 std::string one_line(const std::exception& e);

@@ -1,25 +1,23 @@
 #include "lab/context.h"
 
-#include <c10/core/ScalarType.h>
-
 namespace lab {
 
-std::string short_name(torch::ScalarType dtype) {
+std::string short_name(at::ScalarType dtype) {
   switch (dtype) {
-    case torch::kHalf:
+    case at::kHalf:
       return "fp16";
-    case torch::kBFloat16:
+    case at::kBFloat16:
       return "bf16";
-    case torch::kFloat:
+    case at::kFloat:
       return "fp32";
-    case torch::kDouble:
+    case at::kDouble:
       return "fp64";
     default:
       return c10::toString(dtype);
   }
 }
 
-std::string short_names(const std::vector<torch::Tensor>& tensors) {
+std::string short_names(const std::vector<at::Tensor>& tensors) {
   std::string s;
   for (const auto& t : tensors) s += (s.empty() ? "" : ", ") + short_name(t.scalar_type());
   return s;

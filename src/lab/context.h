@@ -5,13 +5,15 @@
 #include <string>
 #include <vector>
 
-#include <torch/types.h>
+// ATen's tensor and c10's device and dtype, not <torch/types.h>: 2.7 s of compile where that takes 11.6 s
+// (all of ATen), and every unit of the lab framework includes this header. torch::Tensor is at::Tensor.
+#include <ATen/core/Tensor.h>
 
 namespace lab {
 
 struct Context {
-  torch::Device device = torch::kCPU;
-  torch::ScalarType dtype = torch::kBFloat16;  // the 16-bit type, for labs where one applies
+  at::Device device = at::kCPU;
+  at::ScalarType dtype = at::kBFloat16;  // the 16-bit type, for labs where one applies
   // True when the user named the dtype (--dtype); false when `dtype` is the device's default. A lab whose
   // question is about one format (lab 01: FP16) uses that format unless a dtype was asked for.
   bool dtype_given = false;
@@ -29,14 +31,14 @@ struct Context {
 };
 
 // "fp16", "bf16", "fp32", "fp64": the short names the labs print.
-std::string short_name(torch::ScalarType dtype);
+std::string short_name(at::ScalarType dtype);
 
 // "fp16, fp32": the short names of the tensors' dtypes, in order.
-std::string short_names(const std::vector<torch::Tensor>& tensors);
+std::string short_names(const std::vector<at::Tensor>& tensors);
 
 // fp16 or bf16.
-inline bool is_16bit(torch::ScalarType dtype) {
-  return dtype == torch::kHalf || dtype == torch::kBFloat16;
+inline bool is_16bit(at::ScalarType dtype) {
+  return dtype == at::kHalf || dtype == at::kBFloat16;
 }
 
 }  // namespace lab

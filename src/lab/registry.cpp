@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <stdexcept>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <torch/utils.h>
 
 #include "amp_lab_paths.h"
 
@@ -18,10 +19,16 @@ std::vector<LabInfo>& mutable_labs() {
 }
 
 // "/home/x/amp-lab/labs/01_master_weights.cpp" -> "labs/01_master_weights.cpp". ccache (with a base dir)
-// may have made __FILE__ relative to the build folder instead: "../labs/01_master_weights.cpp".
+// may have made __FILE__ relative to the compiler's folder instead: "../labs/01_master_weights.cpp" from
+// build/, "../../../home/x/amp-lab/labs/..." from a build folder outside the clone.
 std::string relative_source(std::string file) {
   const std::string root = AMP_LAB_SOURCE_DIR "/";
   if (file.rfind(root, 0) == 0) return file.substr(root.size());
+  if (!file.empty() && file[0] != '/') {  // Ninja compiles in the build folder
+    const std::string resolved =
+        (std::filesystem::path(AMP_LAB_BINARY_DIR) / file).lexically_normal().string();
+    if (resolved.rfind(root, 0) == 0) return resolved.substr(root.size());
+  }
   while (file.rfind("../", 0) == 0) file.erase(0, 3);
   return file;
 }
@@ -93,7 +100,7 @@ class CpuThreads {
 
 Report run_lab(const LabInfo& info, const Context& ctx) {
   const CpuThreads threads(ctx);
-  torch::manual_seed(ctx.seed);
+  at::manual_seed(ctx.seed);
   const auto start = std::chrono::steady_clock::now();
   Report report(info.id, info.title);
   info.fn(ctx, report);
