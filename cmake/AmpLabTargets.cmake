@@ -10,8 +10,13 @@ endfunction()
 # Code no one times (the runner, the report, the command lines): -Og, which compiles in about half the time
 # of -O3 (the runner's largest unit: 8.1 s against 15.7 s) and keeps the flow analysis GCC's warnings need.
 # The labs' arithmetic runs in LibTorch's kernels; the labs, the amp library and the benchmark stay at -O3.
+# UNITY: the target's units compiled as one (a unity build), so the headers they share are parsed once.
 function(amp_lab_quick_compile target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "UNITY" "" "")
   target_compile_options(${target} PRIVATE $<$<AND:$<CXX_COMPILER_ID:GNU,Clang>,$<NOT:$<CONFIG:Debug>>>:-Og>)
+  if(arg_UNITY)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON)
+  endif()
 endfunction()
 
 # One precompiled header for the labs, runner and tests (not the amp library: see src/CMakeLists.txt).
