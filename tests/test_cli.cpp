@@ -1325,8 +1325,13 @@ TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 
     CAPTURE(columns);
     const auto r = run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --answers abcd"),
                        "", "amp-lab", std::string("COLUMNS=") + columns);
+    // Typed answers: the summary then also says where the progress was saved.
+    const auto typed =
+        run("quiz --quick --device cpu --only 1", "a\n", "amp-lab", std::string("COLUMNS=") + columns);
     REQUIRE(r.code == 0);
-    std::istringstream lines(r.out);
+    REQUIRE(typed.code == 0);
+    REQUIRE(has(typed.out, "Progress saved in"));
+    std::istringstream lines(r.out + typed.out);
     for (std::string line; std::getline(lines, line);) {
       size_t glyphs = 0;
       for (unsigned char c : line) glyphs += (c & 0xC0) != 0x80;

@@ -268,11 +268,13 @@ void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& op
   // take those of the track this walk did not choose.
   if (!later.empty())
     out << "Go on where you stopped: " << style.bold(options.command + " --only " + numbers(later)) << "\n";
-  if (options.progress)
-    out << style.dim(fmt::format("Progress saved in {}: amp-lab progress shows it, {} --resume goes on "
-                                 "with the questions never answered.",
-                                 lab::escape(options.progress->file().string()), options.command))
-        << "\n";
+  if (options.progress) {
+    const std::string saved = fmt::format(
+        "Progress saved in {}: amp-lab progress shows it, {} --resume goes on with the questions never "
+        "answered.",
+        lab::escape(options.progress->file().string()), options.command);
+    out << style.dim(options.width ? lab::wrap(saved, options.width) : saved) << "\n";
+  }
 }
 
 }  // namespace
