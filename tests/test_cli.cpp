@@ -526,7 +526,7 @@ Result signalled(const std::string& args, const std::string& ready, const std::s
   std::ofstream(dir / "run.sh") << "cd '" << d << "'\nmkfifo in\nexec 3<>in\n"
                                 << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args
                                 << " <in >out 2>err &\n"
-                                << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready
+                                << "pid=$!\nfor i in $(seq 600); do grep -qs '" << ready
                                 << "' out && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done\n"
                                 << "for s in " << signals << "; do kill -$s $pid; sleep 0.05; done\n"
                                 << "wait $pid\necho $? > code\n";
@@ -982,7 +982,7 @@ Stopped stop_walk(const FakeLabs& labs, const std::string& args, const std::stri
   std::ofstream(dir.path / "run.sh")
       << "cd '" << d << "'\nmkfifo in\nexec 3<>in\nexport " << labs.env() << " LABPID='" << d << "/labpid'\n"
       << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR "/bin/amp-lab' " << args << " <in >out 2>err &\n"
-      << "pid=$!\nfor i in $(seq 600); do grep -q '" << ready
+      << "pid=$!\nfor i in $(seq 600); do grep -qs '" << ready
       << "' out && break; sleep 0.05; done\n"
       // The fake lab has started (a signal before it starts stops the walk at once, with no lab to wait for).
       << "for i in $(seq 600); do [ -s labpid ] && break; sleep 0.05; done\n"

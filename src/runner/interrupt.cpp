@@ -1,5 +1,6 @@
 #include "runner/interrupt.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -40,6 +41,15 @@ void on_signal(int signo) {
   } else {
     if (g_lab_group) say("stopping the lab now\n");
     g_stop_now = 1;
+  }
+  // No prompt is read after a signal (the walk goes to its summary). A signal that lands after a prompt is
+  // printed but before its read() begins interrupts nothing, and the read would then wait for a line that
+  // may never come (a pipe held open, an idle terminal): from now on stdin is /dev/null, and that read, or
+  // any later one, returns end of input at once. open() and dup2() are async-signal-safe.
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, STDIN_FILENO);
+    ::close(null_fd);
   }
   errno = saved_errno;
 }

@@ -19,7 +19,8 @@ namespace {
 // reason goes to stop_reason).
 std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::string* stop_reason) {
   std::string line;
-  if (!std::getline(in, line)) {
+  // A signal stops the walk even when lines typed ahead wait in the input's buffer.
+  if (interrupt_signal() || !std::getline(in, line)) {
     *stop_reason = interrupt_signal() ? interrupt_reason() : "end of input";
     out << "\n";
     return std::nullopt;
