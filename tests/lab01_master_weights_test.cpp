@@ -9,6 +9,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab01_master_weights_test {
+
 namespace {
 
 // As `--dtype fp16|bf16 --quick` on the command line: the dtype is named, so the lab uses it.
@@ -85,3 +87,5 @@ TEST_CASE("with the 16-bit weights kept in fp32 (flip), the lost-update checks f
     CHECK(r.value("loss_ratio_16bit") == doctest::Approx(1.0).epsilon(0.01));
   }
 }
+
+}  // namespace lab01_master_weights_test

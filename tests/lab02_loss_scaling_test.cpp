@@ -10,6 +10,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab02_loss_scaling_test {
+
 namespace {
 
 lab::Report run_quick(bool flip, torch::ScalarType dtype = torch::kHalf) {
@@ -68,3 +70,5 @@ TEST_CASE("before the question: why the gradients are small, fp16's subnormal ba
   CHECK(interval_at < scale_at);
   CHECK(text.find("Dynamic scaling") == std::string::npos);  // after the answer
 }
+
+}  // namespace lab02_loss_scaling_test

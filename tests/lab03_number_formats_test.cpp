@@ -8,6 +8,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab03_number_formats_test {
+
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
@@ -64,3 +66,5 @@ TEST_CASE("with --flip (fp16 in bf16's place) the layout measured is fp16's") {
   CHECK(r.value("bf16_top_half_share") < 50.0);
   CHECK(r.value("bf16_nearest_even_share") < 50.0);
 }
+
+}  // namespace lab03_number_formats_test

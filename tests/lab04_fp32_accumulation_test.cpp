@@ -10,6 +10,8 @@
 #include "lab/hardware.h"
 #include "lab_test_support.h"
 
+namespace lab04_fp32_accumulation_test {
+
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
@@ -73,3 +75,5 @@ TEST_CASE(
   CHECK(check_keyed(r, "fp16-error-grows").passed);
   CHECK_FALSE(check_keyed(r, "matmul-matches-fp32-sum").passed);
 }
+
+}  // namespace lab04_fp32_accumulation_test

@@ -12,6 +12,8 @@
 #include "lab/measure.h"
 #include "lab_test_support.h"
 
+namespace lab05_memory_throughput_test {
+
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
@@ -119,3 +121,5 @@ TEST_CASE("with --flip (the 16-bit tensors kept in fp32) the bytes are fp32's") 
   CHECK(r.value("output_error_ratio") == doctest::Approx(1.0));
   CHECK(r.value("adam_bytes_per_param") == 8.0);  // Adam's state is fp32 either way
 }
+
+}  // namespace lab05_memory_throughput_test

@@ -8,6 +8,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab06_amp_api_test {
+
 TEST_CASE("the lab runs all three precisions whatever --dtype says, with the same results") {
   const auto bf16 = run_quick_lab("amp-api", torch::kBFloat16, /*flip=*/false);
   const auto fp16 = run_quick_lab("amp-api", torch::kHalf, /*flip=*/false);
@@ -38,3 +40,5 @@ TEST_CASE("a second unscale_ before update() raises Python's message") {
       r.render_text().find("unscale_() has already been called on this optimizer since the last update().") !=
       std::string::npos);
 }
+
+}  // namespace lab06_amp_api_test

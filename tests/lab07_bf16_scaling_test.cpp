@@ -9,6 +9,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab07_bf16_scaling_test {
+
 namespace {
 
 lab::Report run_quick(bool flip, torch::ScalarType dtype = torch::kBFloat16) {
@@ -62,3 +64,5 @@ TEST_CASE("flipped, fp16 stands in for bf16: its counts and its run are fp16's")
   CHECK(r.value("loss_ratio_bf16") == r.value("loss_ratio_fp16_unscaled"));
   CHECK(r.value("rel_error_ratio") == 1.0);
 }
+
+}  // namespace lab07_bf16_scaling_test

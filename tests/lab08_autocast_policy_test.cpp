@@ -9,6 +9,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab08_autocast_policy_test {
+
 namespace {
 
 lab::Report run_quick(torch::ScalarType dtype, bool flip) {
@@ -73,3 +75,5 @@ TEST_CASE("with --flip (autocast disabled) nothing changes dtype and the sentenc
   CHECK(r.find("ops_changed")->text == "0 of 21");
   CHECK(r.value("bitwise_differ_share") == doctest::Approx(0.0));
 }
+
+}  // namespace lab08_autocast_policy_test

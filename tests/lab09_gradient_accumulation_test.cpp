@@ -6,6 +6,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab09_gradient_accumulation_test {
+
 namespace {
 
 lab::Report run_quick(bool flip) {
@@ -40,3 +42,5 @@ TEST_CASE("the recipe's scale moves between batches only, flipped it moves insid
   CHECK(flipped.value("scale_changes_mid_batch") >= 1);
   CHECK(flipped.value("accum_vs_whole_fp32") > 1e-3);  // 100x past fp32 rounding
 }
+
+}  // namespace lab09_gradient_accumulation_test

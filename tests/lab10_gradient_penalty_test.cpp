@@ -6,6 +6,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab10_gradient_penalty_test {
+
 namespace {
 
 lab::Report run_quick(bool flip) {
@@ -29,3 +31,5 @@ TEST_CASE("flipped, the penalty from the scaled gradients is off by the scale") 
   const lab::Report r = run_quick(/*flip=*/true);
   CHECK(r.value("penalty_ratio") == doctest::Approx(r.value("init_scale")).epsilon(0.01));
 }
+
+}  // namespace lab10_gradient_penalty_test

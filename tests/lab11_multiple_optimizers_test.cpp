@@ -5,6 +5,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab11_multiple_optimizers_test {
+
 namespace {
 
 lab::Report run_quick(bool flip) {
@@ -33,3 +35,5 @@ TEST_CASE(
   CHECK(r.value("per_scaler_grad_error") > 0.1);
   CHECK(r.value("per_scaler_scale_ratio") != 1.0);
 }
+
+}  // namespace lab11_multiple_optimizers_test

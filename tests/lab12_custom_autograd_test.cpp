@@ -5,6 +5,8 @@
 
 #include "lab_test_support.h"
 
+namespace lab12_custom_autograd_test {
+
 namespace {
 
 lab::Report run_quick(bool flip) {
@@ -23,3 +25,5 @@ TEST_CASE("on the CPU the sums of squares overflow fp16, not only the largest va
   CHECK(r.value("plain_non_finite") >= 50.0);
   CHECK(r.value("mixed_backward_refused") == 1);
 }
+
+}  // namespace lab12_custom_autograd_test

@@ -29,6 +29,8 @@
 #include "lab/ranks.h"
 #include "lab_test_support.h"
 
+namespace lab13_data_parallel_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -361,3 +363,5 @@ TEST_CASE("launched as torchrun launches ranks (rank 0 hosts the store), every r
     CHECK(r0.value(key) == r1.value(key));
   CHECK(rank0.out().find("rank 0 of a job at 127.0.0.1") != std::string::npos);
 }
+
+}  // namespace lab13_data_parallel_test

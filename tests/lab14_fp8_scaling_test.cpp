@@ -7,6 +7,8 @@
 #include "lab/hardware.h"
 #include "lab_test_support.h"
 
+namespace lab14_fp8_scaling_test {
+
 namespace {
 
 lab::Report run_quick(bool flip) {
@@ -45,3 +47,5 @@ TEST_CASE("delayed scaling clips a tensor that outgrows its history, and current
   CHECK(r.value("grad_flushed_scaled") == 0.0);  // current scaling at step 0
   CHECK(r.value("limits_agree") == 1.0);
 }
+
+}  // namespace lab14_fp8_scaling_test

@@ -10,6 +10,8 @@
 #include "amp/device_caps.h"
 #include "doctest_torch.h"
 
+namespace test_autocast {
+
 namespace {
 
 using torch::kCPU;
@@ -187,3 +189,5 @@ TEST_CASE("bf16 support follows torch.cuda.is_bf16_supported(): native from sm_8
     CHECK(amp::cuda_supports_bf16());  // native implies supported
   }
 }
+
+}  // namespace test_autocast

@@ -9,6 +9,8 @@
 #include "amp/custom_function.h"
 #include "doctest_torch.h"
 
+namespace test_custom_function {
+
 namespace {
 
 using torch::autograd::AutogradContext;
@@ -156,3 +158,5 @@ TEST_CASE("a backward whose forward made no CustomFwd is a clear error") {
   CHECK_THROWS_WITH(NoFwd::apply(x).sum().backward(),
                     doctest::Contains("did not construct an amp::CustomFwd"));
 }
+
+}  // namespace test_custom_function

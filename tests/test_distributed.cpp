@@ -17,6 +17,8 @@
 
 #include "amp/distributed.h"
 
+namespace test_distributed {
+
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
@@ -154,3 +156,5 @@ TEST_CASE("NCCL is built only against a CUDA LibTorch with its headers, and othe
   CHECK_THROWS_WITH_AS(amp::make_nccl_group(store, 0, 1), doctest::Contains("has no NCCL"),
                        std::runtime_error);
 }
+
+}  // namespace test_distributed

@@ -27,6 +27,8 @@
 #include "amp/grad_scaler.h"
 #include "doctest_torch.h"
 
+namespace test_grad_scaler {
+
 namespace {
 
 const torch::Device kCpu(torch::kCPU);
@@ -847,3 +849,5 @@ TEST_CASE("a checkpoint into a folder that does not exist throws one line naming
   CHECK(save_error(big, target) ==
         "checkpoint: cannot write " + target.string() + ": No such file or directory");
 }
+
+}  // namespace test_grad_scaler

@@ -14,6 +14,8 @@
 #include "lab/mlp.h"
 #include "lab/report.h"
 
+namespace test_measure {
+
 TEST_CASE("Adam's state takes 8 bytes per fp32 parameter, and gradients count as their own tensors") {
   torch::manual_seed(0);
   lab::Mlp mlp(/*width=*/8, /*layers=*/2);
@@ -84,3 +86,5 @@ TEST_CASE("MB cells, counts, dtype lists and flop rates read as the labs print t
   CHECK_FALSE(lab::is_16bit(torch::kFloat));
   CHECK(lab::flop_rate(/*flop=*/2e9, /*ms=*/1000, /*unit=*/1e9) == doctest::Approx(2.0));
 }
+
+}  // namespace test_measure

@@ -31,6 +31,8 @@
 #include "amp/grad_scaler.h"
 #include "amp_lab_paths.h"
 
+namespace test_parity {
+
 namespace {
 
 #ifdef AMP_LAB_PARITY_CUDA
@@ -414,3 +416,5 @@ TEST_CASE(
   REQUIRE(refused.is_string());
   CHECK_THROWS_WITH_AS(scaler.update(), refused.get<std::string>().c_str(), amp::GradScalerError);
 }
+
+}  // namespace test_parity

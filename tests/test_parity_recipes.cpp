@@ -21,6 +21,8 @@
 #include "amp/grad_scaler.h"
 #include "amp_lab_paths.h"
 
+namespace test_parity_recipes {
+
 namespace {
 
 namespace F = torch::nn::functional;
@@ -274,3 +276,5 @@ TEST_CASE("CustomFwd/CustomBwd give custom_fwd/custom_bwd's outputs, dtypes and 
     CHECK(max_rel(leaf.grad(), tensor(d[name]["grad"])) <= kRel);
   }
 }
+
+}  // namespace test_parity_recipes

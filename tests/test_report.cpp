@@ -10,6 +10,8 @@
 #include "lab/registry.h"
 #include "lab/report.h"
 
+namespace test_report {
+
 namespace {
 
 // A lab in the shape every lab has: measure() returns plain numbers, report() builds the report.
@@ -227,3 +229,5 @@ TEST_CASE("the catalog finds each lab by id, number, stem and executable, and su
   CHECK(lab::closest_decl("lossscaling") == d);
   CHECK(lab::closest_decl("banana") == nullptr);
 }
+
+}  // namespace test_report
