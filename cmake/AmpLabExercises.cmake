@@ -6,6 +6,7 @@
 #     declarations of what it calls), and NN_<stem>/reference.cpp, the lab's own code as a learner's file;
 #     both generated from the lab by amp-lab-exercise-gen, so they cannot drift from it;
 #   - the harness: the lab file compiled once with AMP_LAB_EXERCISE, its AMP code declared, not defined;
+#     with the reference it is also the lab's own executable (cmake/AmpLabTargets.cmake, amp_lab_add_lab);
 #   - exerciseNN_learner: the harness linked with the learner's file (build/exercises/NN_<stem>/learner.cpp,
 #     which `amp-lab check` writes), built only when asked. amp_lab_add_exercise_unit() adds more such
 #     executables (the tests' starter, reference and wrong solutions).
@@ -92,6 +93,12 @@ foreach(starter IN LISTS _amp_lab_starters)
   add_library(exercise_${stem}_harness OBJECT ${lab})
   target_compile_definitions(exercise_${stem}_harness PRIVATE AMP_LAB_EXERCISE)
   _amp_lab_exercise_options(exercise_${stem}_harness)
+  # The lab's own AMP code as a learner's file: with the harness, the lab's executable (amp_lab_add_lab) and
+  # the tests' reference solution.
+  add_library(exercise_${stem}_reference OBJECT ${work}/reference.cpp)
+  _amp_lab_exercise_options(exercise_${stem}_reference)
+  target_include_directories(exercise_${stem}_reference PRIVATE ${AMP_LAB_EXERCISES_DIR}/include)
+  add_dependencies(exercise_${stem}_reference exercise_${stem}_generated)
 
   # The learner's build: its unit is the learner's file behind a #line directive, written by amp-lab check;
   # the compiler's and the linker's messages are kept in compile.log and link.log, as they gave them.

@@ -27,15 +27,31 @@ function(amp_lab_use_pch target)
 endfunction()
 
 # amp_lab_add_lab(01_master_weights [CORE] [NO_PCH]) adds labs/01_master_weights.cpp:
-#  - an object library linked into the runner and the tests (the lab registers itself),
+#  - its objects, linked into the lab tests (the lab registers itself),
 #  - an executable lab01_master_weights that runs just that lab.
 # Adding a lab is the lab file plus this one line in labs/CMakeLists.txt. A lab links the whole lab framework
 # (amp_lab::framework), or with CORE the lab core alone (autocast, the GradScaler, the report, charts and
 # registry: src/CMakeLists.txt), and then its build waits for nothing else. NO_PCH compiles it without the
 # precompiled <torch/torch.h>, which takes longer to build than such a lab takes to compile without it: lab
 # 01's, so that the first question waits for neither (BENCHMARKS.md, "Cold build").
+# A lab with an exercise (labs/exercises/<name>.cpp) is linked from the two units its exercise compiles
+# anyway (cmake/AmpLabExercises.cmake): the lab file with its AMP code declared (the harness) and that code
+# as a learner's file (the generated reference), both -O0 on the exercises' header. It is the same program,
+# and the lab file is compiled once, not twice (it took 14-27 s more at -O3). CORE and NO_PCH do not apply.
 function(amp_lab_add_lab name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "CORE;NO_PCH" "" "")
+  set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_NAMES ${name})
+  set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_EXES lab${name})
+  if(EXISTS ${PROJECT_SOURCE_DIR}/labs/exercises/${name}.cpp)
+    if(arg_CORE OR arg_NO_PCH)
+      message(FATAL_ERROR "amp_lab_add_lab(${name}): a lab with an exercise is built from its harness; drop CORE and NO_PCH")
+    endif()
+    set(objects exercise_${name}_harness exercise_${name}_reference)
+    add_executable(lab${name} $<TARGET_OBJECTS:exercise_${name}_harness> $<TARGET_OBJECTS:exercise_${name}_reference>)
+    target_link_libraries(lab${name} PRIVATE amp_lab::framework amp_lab::lab_main)
+    set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_OBJECTS ${objects})
+    return()
+  endif()
   set(obj lab_${name}_obj)
   set(framework amp_lab::framework)
   if(arg_CORE)
@@ -50,5 +66,4 @@ function(amp_lab_add_lab name)
   add_executable(lab${name} $<TARGET_OBJECTS:${obj}>)
   target_link_libraries(lab${name} PRIVATE ${framework} amp_lab::lab_main)
   set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_OBJECTS ${obj})
-  set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_EXES lab${name})
 endfunction()
