@@ -9,7 +9,8 @@ endfunction()
 
 # Code no one times (the runner, the report, the command lines): -Og, which compiles in about half the time
 # of -O3 (the runner's largest unit: 8.1 s against 15.7 s) and keeps the flow analysis GCC's warnings need.
-# The labs' arithmetic runs in LibTorch's kernels; the labs, the amp library and the benchmark stay at -O3.
+# The labs' arithmetic runs in LibTorch's kernels; the labs, the amp library and the benchmark stay at -O3
+# (the labs with an exercise are linked from their exercise's -O0 units: amp_lab_add_lab below).
 # UNITY: the target's units compiled as one (a unity build), so the headers they share are parsed once.
 function(amp_lab_quick_compile target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "UNITY" "" "")
