@@ -72,7 +72,8 @@ std::string one_line(const std::exception& e) {
 }
 
 int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::string& program) {
-  cxxopts::Options options(program, info.title + " (quiz question " + std::to_string(info.question) + ")");
+  // The neutral heading, not the title: the title states the answer of the lab's quiz question.
+  cxxopts::Options options(program, info.heading + " (quiz question " + std::to_string(info.question) + ")");
   add_context_options(options);
   add_lab_options(options);
   Context ctx;
@@ -88,8 +89,10 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     check_argv(argc, argv);
     auto args = options.parse(argc, argv);
     if (flag(args, "help")) {
-      std::cout << options.help()
-                << "\nExit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.\n";
+      std::cout << options.help() << "\n"
+                << wrap("Exit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.",
+                        terminal_width())
+                << "\n";
       try {
         flush_stdout();  // help to a full disk is a failed write, not a silent success
       } catch (const OutputError& e) {
@@ -112,7 +115,7 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     if (json)
       std::cout << report.to_json().dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     else
-      std::cout << report.render_text({.color = want_color(no_color)});
+      std::cout << report.render_text({.color = want_color(no_color), .width = terminal_width()});
     flush_stdout();
     return report.passed() ? kExitPass : kExitCheckFailed;
   } catch (const OutputError& e) {

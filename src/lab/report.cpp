@@ -339,6 +339,7 @@ std::string Report::render_text(const RenderOptions& options) const {
   if (options.part == Part::Details) return w.out;
   const std::string elapsed = num(elapsed_s_, 3) + " s";
   if (!verdict) {
+    if (!options.elapsed_line) return w.out;
     w.closing(style.dim("(measured in " + elapsed + ")"), "(measured in " + elapsed + ")");
     return w.out;
   }

@@ -71,6 +71,9 @@ struct RenderOptions {
   // (lab::format_table), and a chart's long lines are split, its histogram marker labels moved below it
   // as numbered notes. Words are never split. Widths under kMinLayoutWidth (text.h) count as that.
   size_t width = 0;
+  // Part::Measured ends with "(measured in 0.15 s)"; false leaves it out (the quiz puts the run time in the
+  // header line instead: one line less on a screen that has to fit).
+  bool elapsed_line = true;
 };
 
 class Report {

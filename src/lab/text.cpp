@@ -290,6 +290,15 @@ size_t terminal_width() {
   return terminal_width(tty_columns, std::getenv("COLUMNS"));
 }
 
+size_t terminal_rows() {
+  struct winsize size {};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_row > 0)
+    return size.ws_row;
+  const char* lines = std::getenv("LINES");
+  const long n = lines ? std::strtol(lines, nullptr, 10) : 0;
+  return n >= 10 && n <= 1000 ? static_cast<size_t>(n) : 40;
+}
+
 bool want_color(bool no_color_flag) {
   if (no_color_flag) return false;
   if (const char* nc = std::getenv("NO_COLOR"); nc && *nc) return false;

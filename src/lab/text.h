@@ -64,6 +64,9 @@ size_t terminal_width();
 // reports no width); `columns_env` is COLUMNS' value or nullptr. A COLUMNS that is not a positive decimal
 // number is ignored.
 size_t terminal_width(size_t tty_columns, const char* columns_env);
+// The screen's rows: a terminal's (TIOCGWINSZ on stdout), else LINES when it is a number in [10, 1000],
+// else 40.
+size_t terminal_rows();
 
 // Colour on a terminal unless NO_COLOR is set, TERM is dumb, or the caller turned it off.
 bool want_color(bool no_color_flag);

@@ -18,6 +18,11 @@ volatile std::sig_atomic_t g_stop_now = 0;   // the running lab is to be stopped
 volatile std::sig_atomic_t g_lab_group = 0;  // the running lab's process group, 0 while none runs
 volatile std::sig_atomic_t g_progress_shown = 0;
 const char* volatile g_remove_on_abort = nullptr;
+volatile std::sig_atomic_t g_resized = 0;
+
+void on_resize(int) {
+  g_resized = 1;
+}
 
 void say(const char* text) {
   [[maybe_unused]] ssize_t n = ::write(STDERR_FILENO, text, std::strlen(text));
@@ -62,6 +67,17 @@ void install_interrupt_handler() {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocked read or poll returns, and the walk goes on to its summary
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
+  struct sigaction resize {};
+  resize.sa_handler = on_resize;
+  sigemptyset(&resize.sa_mask);
+  resize.sa_flags = SA_RESTART;
+  sigaction(SIGWINCH, &resize, nullptr);
+}
+
+bool take_resize() {
+  if (!g_resized) return false;
+  g_resized = 0;
+  return true;
 }
 
 int interrupt_signal() {

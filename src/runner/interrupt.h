@@ -11,6 +11,11 @@ namespace runner {
 
 void install_interrupt_handler();
 
+// SIGWINCH (the terminal was resized): take_resize() is true once after each, so the walk reads the
+// terminal's size again before its next screen. Installed with the interrupt handler, with SA_RESTART: a
+// resize does not end a prompt's read.
+bool take_resize();
+
 // The first signal's number; 0 while none came.
 int interrupt_signal();
 // "interrupted", "terminated", "hang-up".

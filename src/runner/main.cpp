@@ -180,7 +180,7 @@ int cmd_progress(int argc, const char* const* argv) {
   if (!dir) throw lab::UsageError("no saved progress: " + why);
   runner::ProgressStore store(*dir);
   runner::print_progress(std::cout, store.load(), quiz, store.file(), lab::terminal_width(),
-                         lab::want_color(lab::flag(args, "no-color")));
+                         lab::want_color(lab::flag(args, "no-color")), runner::command_name());
   return lab::kExitPass;
 }
 

@@ -425,12 +425,13 @@ std::vector<int> retry_questions(const Progress& progress, const Quiz& quiz) {
   return numbers;
 }
 
-std::string only_command(const Quiz& full, const std::string& track, const std::vector<int>& numbers) {
+std::string only_command(const Quiz& full, const std::string& track, const std::vector<int>& numbers,
+                         const std::string& program) {
   if (numbers.empty()) return "";
   std::string list;
   for (const int n : numbers) list += (list.empty() ? "" : ",") + std::to_string(n);
   const bool default_track = !full.tracks.empty() && track == full.tracks.front().id;
-  return "amp-lab quiz" + (default_track || track.empty() ? std::string() : " --track " + track) +
+  return program + " quiz" + (default_track || track.empty() ? std::string() : " --track " + track) +
          " --only " + list;
 }
 

@@ -111,14 +111,17 @@ std::vector<int> resume_questions(const Progress& progress, const Quiz& quiz);
 std::vector<int> retry_questions(const Progress& progress, const Quiz& quiz);
 
 // The command that walks exactly `numbers`: "amp-lab quiz --only 2,4,6", with "--track ID" when `track`
-// is not the default (first) track of `full`; "" for no numbers.
-std::string only_command(const Quiz& full, const std::string& track, const std::vector<int>& numbers);
+// is not the default (first) track of `full`; "" for no numbers. `program` is how the learner runs amp-lab
+// ("scripts/amp-lab" in a clone: the runner's command_name()).
+std::string only_command(const Quiz& full, const std::string& track, const std::vector<int>& numbers,
+                         const std::string& program = "amp-lab");
 
 // `amp-lab progress`: where the file is, then for each track of `full` its questions (answered ones with
 // the option chosen and whether it was right, hints and when; the others "-", never their answer) and the
 // command that retries the missed and skipped ones; then the exercises, when the file has any. `width`
 // columns (0: unlimited).
 void print_progress(std::ostream& out, const Progress& progress, const Quiz& full,
-                    const std::filesystem::path& file, size_t width, bool color = false);
+                    const std::filesystem::path& file, size_t width, bool color = false,
+                    const std::string& program = "amp-lab");
 
 }  // namespace runner

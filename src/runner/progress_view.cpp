@@ -29,7 +29,7 @@ void print_lines(std::ostream& out, const std::string& text, size_t width, const
 
 // One track: a summary line, its questions, and the commands that go on from here.
 void print_track(std::ostream& out, const Progress& progress, const Quiz& full, const Track& track,
-                 size_t width, const lab::Style& style) {
+                 size_t width, const lab::Style& style, const std::string& program) {
   const Quiz quiz = select_track(full, track.id);
   int right = 0, wrong = 0, skipped = 0, hints = 0;
   std::vector<std::vector<std::string>> rows;
@@ -54,10 +54,10 @@ void print_track(std::ostream& out, const Progress& progress, const Quiz& full, 
        lab::format_table({"#", "question", "your answer", "hints", "when"}, rows, width > 4 ? width - 4 : 0))
     out << "    " << line << "\n";
   if (const auto retry = retry_questions(progress, quiz); !retry.empty())
-    print_lines(out, "retry the missed and skipped: " + only_command(full, track.id, retry), width, "  ",
+    print_lines(out, "retry the missed and skipped: " + only_command(full, track.id, retry, program), width, "  ",
                 "    ");
   if (const auto rest = resume_questions(progress, quiz); !rest.empty())
-    print_lines(out, "go on where you stopped: " + only_command(full, track.id, rest), width, "  ", "    ");
+    print_lines(out, "go on where you stopped: " + only_command(full, track.id, rest, program), width, "  ", "    ");
 }
 
 // The exercises as the file holds them: each one's status and when, where it has them.
@@ -87,11 +87,11 @@ void print_exercises(std::ostream& out, const nlohmann::json& exercises, size_t 
 }  // namespace
 
 void print_progress(std::ostream& out, const Progress& progress, const Quiz& full,
-                    const std::filesystem::path& file, size_t width, bool color) {
+                    const std::filesystem::path& file, size_t width, bool color, const std::string& program) {
   const lab::Style style{color};
   out << style.bold("Progress") << "\n";
   print_lines(out, "saved in " + lab::escape(file.string()), width, "", "  ");
-  for (const auto& track : full.tracks) print_track(out, progress, full, track, width, style);
+  for (const auto& track : full.tracks) print_track(out, progress, full, track, width, style, program);
   // Tracks the file knows and quiz.yaml no longer has: said, not dropped.
   for (const auto& [track, questions] : progress.quiz) {
     if (std::any_of(full.tracks.begin(), full.tracks.end(), [&](const Track& t) { return t.id == track; }))

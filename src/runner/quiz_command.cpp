@@ -109,15 +109,6 @@ std::string shell_word(const std::string& s) {
   return lab::escape(out + "'", 200);
 }
 
-// The screen's rows: a terminal's, else $LINES, else 40.
-size_t terminal_rows() {
-  winsize ws{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) return ws.ws_row;
-  const char* lines = std::getenv("LINES");
-  const long n = lines ? std::strtol(lines, nullptr, 10) : 0;
-  return n >= 10 && n <= 1000 ? static_cast<size_t>(n) : 40;
-}
-
 struct Parsed {
   Quiz quiz;  // the chosen track's questions
   WalkOptions walk;
@@ -174,17 +165,40 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
 
 }  // namespace
 
-// --reset: forgets the track's saved progress (every track's for --track all) and says so.
+// --reset: forgets the track's saved progress (every track's for --track all), or with --only just those
+// questions', and says so. --resume and --retry choose questions to ask, not to forget: refused with it.
 int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
   const std::string track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
-  track_of(file, track);  // an unknown track is refused
+  const Quiz questions = track_of(file, track);  // an unknown track is refused
+  if (lab::flag(args, "resume") || lab::flag(args, "retry"))
+    throw lab::UsageError("--reset forgets saved answers: give it alone, or with --only N to forget question N");
   std::string why;
   auto store = default_progress_store(&why);
   if (!store) throw lab::UsageError("--reset: no saved progress: " + why);
+  if (args.count("only")) {
+    const std::vector<int> only =
+        lab::parse_question_list(args["only"].as<std::string>(), track_numbers(questions));
+    const bool saved = store->update([&](Progress& p) {
+      for (const auto& q : questions.questions)
+        if (std::count(only.begin(), only.end(), q.number)) p.quiz[q.track].erase(q.number);
+    });
+    if (!saved) return lab::kExitLabError;  // the store said why
+    std::string list;
+    for (const int n : only) list += (list.empty() ? "" : ",") + std::to_string(n);
+    std::cout << lab::paragraph("",
+                                fmt::format("Progress of question{} {} forgotten ({}).", only.size() == 1 ? "" : "s",
+                                            list, lab::escape(store->file().string())),
+                                lab::terminal_width(), 2)
+              << "\n";
+    return lab::kExitPass;
+  }
   if (!store->reset(track == kAllTracks ? "" : track)) return lab::kExitLabError;  // the store said why
-  std::cout << fmt::format("Progress of {} forgotten ({}).\n",
-                           track == kAllTracks ? "every track" : "track " + track,
-                           lab::escape(store->file().string()));
+  std::cout << lab::paragraph("",
+                              fmt::format("Progress of {} forgotten ({}).",
+                                          track == kAllTracks ? "every track" : "track " + track,
+                                          lab::escape(store->file().string())),
+                              lab::terminal_width(), 2)
+            << "\n";
   return lab::kExitPass;
 }
 
@@ -201,7 +215,8 @@ int cmd_quiz(int argc, const char* const* argv) {
   p.walk.color = lab::want_color(lab::flag(args, "no-color"));
   p.walk.live = isatty(STDOUT_FILENO);
   p.walk.width = lab::terminal_width();
-  p.walk.rows = terminal_rows();
+  p.walk.rows = lab::terminal_rows();
+  p.walk.follow_terminal = isatty(STDOUT_FILENO);  // re-laid out when the terminal is resized
   if (p.store && !p.walk.answers && !p.walk.reveal) p.walk.progress = &*p.store;
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   p.walk.pause = !p.walk.answers && !p.walk.reveal && isatty(STDIN_FILENO);

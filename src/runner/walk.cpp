@@ -5,10 +5,12 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "lab/cli_args.h"
+#include "lab/text.h"
 #include "runner/interrupt.h"
 #include "runner/walk_state.h"
 
@@ -31,12 +33,14 @@ std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::
 }
 
 // Reads one answer. Returns the option index, -1 for skip, or nullopt to stop (q, EOF, Ctrl-C).
-std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const lab::Style& style,
-                       size_t width, std::string* stop_reason) {
+std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, std::ostream& out,
+                       const lab::Style& style, size_t width, std::string* stop_reason) {
   const Question& q = *a.question;
   const int n = static_cast<int>(q.options.size());
   for (;;) {
-    out << fmt::format("Your answer [a-{}; s skip, h hint, q quit]: ", letter(n - 1)) << std::flush;
+    out << fmt::format("Your answer [a-{}; s skip, h hint, {}q quit]: ", letter(n - 1),
+                       terms.empty() ? "" : "t terms, ")
+        << std::flush;
     const std::optional<std::string> reply = read_reply(in, out, stop_reason);
     if (!reply) return std::nullopt;
     const std::string& word = *reply;
@@ -53,24 +57,72 @@ std::optional<int> ask(Answered& a, std::istream& in, std::ostream& out, const l
         print_hint(a, out, style, width);
         continue;
       }
+      if (c == 't' && !terms.empty()) {  // the glosses again: on a full screen they may have scrolled away
+        out << terms;
+        continue;
+      }
     }
     out << fmt::format(
-        "Please answer with one letter a-{} (or s to skip, h for a hint, q to quit); got {}.\n",
-        letter(n - 1), lab::quote(word, /*max_glyphs=*/20));
+        "Please answer with one letter a-{} (or s to skip, h for a hint, {}q to quit); got {}.\n",
+        letter(n - 1), terms.empty() ? "" : "t for the terms, ", lab::quote(word, /*max_glyphs=*/20));
   }
 }
 
-// Between questions, so the explanation stays on screen until the learner has read it. Returns false
-// to stop the walk (q, EOF, Ctrl-C).
-bool pause(std::istream& in, std::ostream& out, const lab::Style& style, std::string* stop_reason) {
-  out << "\n" << style.dim("Enter: next lab, q: quit ") << std::flush;
-  const std::optional<std::string> reply = read_reply(in, out, stop_reason);
-  if (!reply) return false;
-  if (!reply->empty() && std::tolower(static_cast<unsigned char>(reply->front())) == 'q') {
-    *stop_reason = "quit";
-    return false;
+// `text` a screen at a time: all of it when it fits above the pause line, else `rows` - 2 lines, then a
+// "more" line (Enter shows the next screen, q goes back to the pause). Returns false to stop the walk (EOF,
+// Ctrl-C).
+bool page(const std::string& text, size_t rows, std::istream& in, std::ostream& out, const lab::Style& style,
+          std::string* stop_reason) {
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    lines.push_back(std::string_view(text).substr(at, end - at));
+    at = end + 1;
+  }
+  const size_t per = rows > 4 ? rows - 2 : 2;  // the pause line and the blank above it stay on screen
+  for (size_t k = 0; k < lines.size(); ++k) {
+    out << lines[k] << "\n";
+    if ((k + 1) % per == 0 && k + 1 < lines.size()) {
+      out << style.dim(fmt::format("-- more ({} of {} lines): Enter, q back --", k + 1, lines.size())) << " "
+          << std::flush;
+      const std::optional<std::string> reply = read_reply(in, out, stop_reason);
+      if (!reply) return false;
+      if (!reply->empty() && std::tolower(static_cast<unsigned char>(reply->front())) == 'q') break;
+    }
   }
   return true;
+}
+
+// After an answer screen, so that it stays on screen until the learner has read it: Enter goes on; a key
+// shows one more part (the other options, the lab's details, its checks, the terms), paged to the screen.
+// Returns false to stop the walk (q, EOF, Ctrl-C).
+bool pause(const std::vector<AnswerPart>& parts, bool last, const WalkOptions& options, std::istream& in,
+           std::ostream& out, const lab::Style& style, std::string* stop_reason) {
+  std::string keys = last ? "Enter summary" : "Enter next question";
+  for (const auto& p : parts) keys += fmt::format(" · {} {}", p.key, p.name);
+  keys += " · q quit";
+  for (;;) {
+    out << "\n" << style.dim(lab::wrap(keys, options.width)) << " " << std::flush;
+    const std::optional<std::string> reply = read_reply(in, out, stop_reason);
+    if (!reply) return false;
+    if (reply->empty()) return true;
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(reply->front())));
+    if (c == 'q' && reply->size() == 1) {
+      *stop_reason = "quit";
+      return false;
+    }
+    const auto part = std::find_if(parts.begin(), parts.end(), [&](const AnswerPart& p) { return p.key == c; });
+    if (part != parts.end() && reply->size() == 1) {
+      if (!page(part->text, options.rows, in, out, style, stop_reason)) return false;
+      continue;
+    }
+    std::string choices;
+    for (const auto& p : parts) choices += fmt::format("{}, ", p.key);
+    out << lab::paragraph("", fmt::format("Press Enter to go on, or one of {}q; got {}.", choices,
+                                          lab::quote(*reply, /*max_glyphs=*/20)),
+                          options.width, 0)
+        << "\n";
+  }
 }
 
 std::vector<Answered> questions_walked(const Quiz& quiz, const WalkOptions& options) {
@@ -105,11 +157,12 @@ void run_lab(Answered& a, const WalkOptions& options, std::ostream& out) {
 }
 
 // The learner's choice (or the scripted one): the option index, -1 to skip; nullopt stops the walk.
-std::optional<int> answer_of(Answered& a, size_t i, const WalkOptions& options, std::istream& in,
-                             std::ostream& out, const lab::Style& style, std::string* stop_reason) {
-  if (!options.answers) return ask(a, in, out, style, options.width, stop_reason);
+std::optional<int> answer_of(Answered& a, size_t i, const std::string& terms, const WalkOptions& options,
+                             std::istream& in, std::ostream& out, const lab::Style& style,
+                             std::string* stop_reason) {
+  if (!options.answers) return ask(a, terms, in, out, style, options.width, stop_reason);
   const char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*options.answers)[i])));
-  out << "Your answer: " << c << " (scripted)\n";
+  out << lab::paragraph("", fmt::format("Your answer: {} (scripted)", c), options.width, 2) << "\n";
   return c == 's' ? -1 : c - 'a';
 }
 
@@ -126,17 +179,18 @@ void save(const Answered& a, const WalkOptions& options) {
 // One question: its lab, what it measured, the question, the answer and what follows it. Returns false
 // when the walk stops (stop_reason says why).
 bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& options, std::istream& in,
-                   std::ostream& out, std::set<std::string>& glossed, std::string* stop_reason) {
+                   std::ostream& out, std::set<std::string>& glossed, const std::string& header,
+                   std::string* stop_reason) {
   const lab::Style style{options.color};
   // Nothing is worth running when no one can read it (stdout on a full disk, a closed pipe).
   if (!out.flush()) throw lab::OutputError("cannot write to standard output");
-  print_banner(a, i, count, out, style);
+  print_banner(a, i, count, out, style, options.width, /*blank_line=*/i == 0 || !options.pause);
   run_lab(a, options, out);
   std::ostringstream question;  // printed after the lab: its lines are kept free on the screen
   print_question(*a.question, question, style, options.reveal, options.width);
   const std::string q = question.str();
   const size_t reserved = static_cast<size_t>(std::count(q.begin(), q.end(), '\n')) + 1;  // + the prompt
-  const std::string later_glosses = print_lab(a, options, out, style, glossed, reserved);
+  const std::string terms = print_lab(a, options, out, style, glossed, (i == 0 ? header : "") + q, reserved);
   if (interrupt_signal()) {
     *stop_reason = interrupt_reason();
     return false;
@@ -146,25 +200,32 @@ bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& optio
     print_key(a, out, style, options.width);
     return true;
   }
-  const std::optional<int> choice = answer_of(a, i, options, in, out, style, stop_reason);
+  a.prompted = true;
+  const std::optional<int> choice = answer_of(a, i, terms, options, in, out, style, stop_reason);
   if (!choice) return false;
   a.chosen = *choice;
   a.outcome = a.chosen < 0 ? Asked::Skipped : a.chosen == a.question->answer ? Asked::Right : Asked::Wrong;
   save(a, options);
-  print_answer(a, options, out, style);
-  out << later_glosses;
-  return !(options.pause && i + 1 < count && !pause(in, out, style, stop_reason));
+  if (!options.pause) {  // scripted or piped: everything, for reading and for tools
+    print_answer(a, options, out, style);
+    return true;
+  }
+  print_answer_screen(a, options, out, style);
+  return pause(answer_parts(a, options, style), i + 1 == count, options, in, out, style, stop_reason);
 }
 
 }  // namespace
 
-int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::ostream& out) {
+int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostream& out) {
+  WalkOptions options = given;  // its width and rows follow the terminal when it is resized
   const lab::Style style{options.color};
   std::vector<Answered> walked = questions_walked(quiz, options);
   std::optional<JsonFile> json;
   if (options.json_path) json.emplace(*options.json_path, options.inputs);
 
-  print_header(quiz, options, walked.size(), out, style);
+  std::ostringstream header;  // its terms are glossed with the first question's
+  print_header(quiz, options, walked.size(), header, style);
+  out << header.str();
   std::string stop_reason;
   std::set<std::string> glossed;  // terms glossed so far: each once per walk
   for (size_t i = 0; i < walked.size(); ++i) {
@@ -172,9 +233,14 @@ int walk(const Quiz& quiz, const WalkOptions& options, std::istream& in, std::os
       stop_reason = interrupt_reason();
       break;
     }
-    if (!walk_question(walked[i], i, walked.size(), options, in, out, glossed, &stop_reason)) break;
+    if (options.follow_terminal && take_resize()) {
+      options.width = lab::terminal_width();
+      options.rows = lab::terminal_rows();
+    }
+    if (!walk_question(walked[i], i, walked.size(), options, in, out, glossed, header.str(), &stop_reason))
+      break;
   }
-  print_summary(walked, options, stop_reason, out, style);
+  print_summary(walked, quiz, options, stop_reason, out, style);
   if (json) json->commit(walk_json(walked, options, stop_reason.empty()));
   const Tally t = tally(walked);
   if (interrupt_signal()) return 128 + interrupt_signal();

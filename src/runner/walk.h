@@ -1,7 +1,9 @@
 // The quiz walk: for each question, run its lab (its own executable) and show what it measured under a
-// neutral heading, ask; after the answer say whether it was right, give the correct option and why, the
-// learner's own option first among the wrong ones, then the lab's details and checks; at the end the score,
-// a summary that shows no answer of a question not answered, and the command that retries the missed ones.
+// neutral heading, with the terms it uses glossed, and ask; after the answer say whether it was right, give
+// the correct option and why, and the learner's own option when wrong. At a terminal that is one screen,
+// and the rest (the other options, the lab's details, its checks, the terms) is one key away at the pause
+// that follows; scripted or piped, everything is printed. At the end the score, a summary that shows no
+// answer of a question not answered, and the command that retries the missed ones.
 #pragma once
 
 #include <iosfwd>
@@ -23,7 +25,7 @@ struct WalkOptions {
   std::vector<int> only;               // question numbers to ask; empty: all
   std::optional<std::string> answers;  // scripted answers, one letter per question (s skips)
   bool reveal = false;                 // no questions: show the answer key with explanations
-  bool pause = false;                  // after each explanation wait for Enter (a person at a terminal)
+  bool pause = false;  // a person at a terminal: a short answer screen, the rest on keys at a pause
   std::optional<std::string> json_path;
   std::vector<Input> inputs;  // files the walk reads (the quiz): --json may not name one
   bool color = false;
@@ -31,6 +33,7 @@ struct WalkOptions {
   std::string command = "amp-lab quiz";  // how to run this walk again, for the retry line ("... --only 2,4")
   size_t width = 80;                     // columns to lay everything out in (lab::terminal_width())
   size_t rows = 40;                      // the screen's rows (a terminal's, else $LINES, else 40)
+  bool follow_terminal = false;          // read width and rows again after the terminal is resized
   ProgressStore* progress = nullptr;     // where each answer is saved as the walk goes; nullptr: not saved
   bool glosses = true;                   // a one-line gloss under a lab's measured part for terms first seen
 };

@@ -1,7 +1,9 @@
 // What the walk prints: the header, each lab's part before the question, the answer and its explanation,
 // and the summary.
 #include <algorithm>
+#include <iterator>
 #include <ostream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,12 @@ namespace {
 
 std::string plural(size_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+// "amp-lab" or "scripts/amp-lab": the program part of the walk's own command ("amp-lab quiz --track x").
+std::string command_of(const WalkOptions& options) {
+  const auto quiz = options.command.rfind(" quiz");
+  return quiz == std::string::npos ? options.command : options.command.substr(0, quiz);
 }
 
 std::string numbers(const std::vector<int>& list) {
@@ -29,7 +37,8 @@ Tally tally(const std::vector<Answered>& walked) {
     t.right += a.outcome == Asked::Right;
     t.wrong += a.outcome == Asked::Wrong;
     t.skipped += a.outcome == Asked::Skipped;
-    t.not_reached += a.outcome == Asked::NotAsked;
+    t.left += a.outcome == Asked::NotAsked && a.prompted;
+    t.not_reached += a.outcome == Asked::NotAsked && !a.prompted;
     if (a.reported()) {
       ++t.labs_reported;
       t.labs_passed += a.lab.report->passed();
@@ -58,73 +67,92 @@ std::map<std::string, std::string> values_of(const Answered& a) {
 
 void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions, std::ostream& out,
                   const lab::Style& style) {
-  out << style.bold(quiz.title) << "\n";
+  const size_t width = options.width;
+  for (const auto& line : lab::wrap_lines(quiz.title, width)) out << style.bold(line) << "\n";
   // The default track goes unannounced, so `amp-lab quiz` reads as it always has.
   if (!options.track.empty() && !quiz.tracks.empty() && options.track != quiz.tracks.front().id) {
     std::string title = "every question of every track";
     for (const auto& t : quiz.tracks)
       if (t.id == options.track) title = t.title;
-    out << fmt::format("Track {}: {} ({})\n", options.track, title,
-                       plural(questions, "question", "questions"));
+    out << lab::paragraph(
+               "", fmt::format("Track {}: {} ({})", options.track, title, plural(questions, "question", "questions")),
+               width, 2)
+        << "\n";
   }
-  if (!quiz.intro.empty() && !options.reveal) out << lab::paragraph("", quiz.intro, options.width, 0) << "\n";
+  if (!quiz.intro.empty() && !options.reveal) out << lab::paragraph("", quiz.intro, width, 0) << "\n";
   const lab::ContextArgs& c = options.context;
   // No global dtype: each lab states the types it uses in its own header (labs 01, 02 and 09-12 run fp16).
-  out << style.dim(fmt::format("device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION,
-                               c.seed,
-                               c.dtype ? " · --dtype " + *c.dtype + " where a lab lets you choose" : "",
-                               c.quick ? " · quick mode" : "", c.flip ? " · FLIPPED" : ""))
-      << "\n";
+  const std::string context = fmt::format(
+      "device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION, c.seed,
+      c.dtype ? " · --dtype " + *c.dtype + " where a lab lets you choose" : "", c.quick ? " · quick mode" : "",
+      c.flip ? " · FLIPPED" : "");
+  for (const auto& line : lab::wrap_lines(context, width, "", "  ")) out << style.dim(line) << "\n";
 }
 
-void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style) {
-  out << "\n"
-      << style.bold(fmt::format("━━ {}/{} · lab {} · {} ━━", index + 1, count, a.question->lab,
-                                a.decl ? a.decl->source() : "?"))
-      << "\n"
-      << std::flush;  // a reader of a pipe sees which lab runs
+void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style,
+                  size_t width, bool blank_line) {
+  const std::string text =
+      fmt::format("{}/{} · lab {} · {}", index + 1, count, a.question->lab, a.decl ? a.decl->source() : "?");
+  // "━━ text ━━" on one line when it fits, else the text wrapped under a rule as wide as the screen.
+  if (blank_line) out << "\n";
+  if (!width || lab::display_width(text) + 6 <= width)
+    out << style.bold("━━ " + text + " ━━") << "\n";
+  else {
+    std::string rule;
+    for (size_t k = 0; k < width; ++k) rule += "━";
+    out << style.bold(rule) << "\n";
+    for (const auto& line : lab::wrap_lines(text, width, "", "  ")) out << style.bold(line) << "\n";
+  }
+  out << std::flush;  // a reader of a pipe sees which lab runs
 }
 
-std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
-                      const lab::Style& style, std::set<std::string>& glossed, size_t reserved) {
+std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style,
+                      std::set<std::string>& glossed, const std::string& also_shown, size_t reserved) {
   if (!a.reported()) {
     const bool stopped = a.lab.kind == LabOutcome::Kind::Interrupted;
-    out << (stopped ? style.yellow("Interrupted: " + a.lab.message)
-                    : style.red("The lab failed: " + a.lab.message))
+    out << lab::paragraph("", (stopped ? "Interrupted: " : "The lab failed: ") + a.lab.message, options.width, 2)
         << "\n";
     return "";
   }
-  // The lab's own types next to its device, where the old banner had one global dtype.
+  // The walk's banner already names the lab and its file: the header keeps the device, the lab's own types
+  // (where the old banner had one global dtype), the seed and mode, and the run time, on one line.
   lab::Report report = *a.lab.report;
+  std::string header = report.header();
+  if (!options.reveal) {
+    const auto device = header.find("device ");
+    if (device != std::string::npos) header.erase(0, device);
+  }
   if (!a.lab.dtypes.empty()) {
-    std::string header = report.header();
     const auto seed = header.find(" · seed ");
     header.insert(seed == std::string::npos ? header.size() : seed, " · " + a.lab.dtypes);
-    report.set_header(header);
   }
+  if (!options.reveal) header += " · measured in " + lab::num(report.elapsed(), 3) + " s";
+  report.set_header(header);
   // Observe first: what the lab measured, under its neutral heading. The checks state the answer, so they
   // wait until the learner has answered (--reveal shows everything at once).
   const lab::Part part = options.reveal ? lab::Part::All : lab::Part::Measured;
   const std::string heading = options.reveal ? "" : a.decl->heading;
-  const std::string shown =
-      report.render_text({.color = options.color, .part = part, .heading = heading, .width = options.width});
+  const std::string shown = report.render_text({.color = options.color,
+                                                .part = part,
+                                                .heading = heading,
+                                                .width = options.width,
+                                                .elapsed_line = options.reveal});
+  // Neutral definitions of the terms this walk shows for the first time, all before the question: under the
+  // measured part when everything fits on the screen, else above it, so that what was measured and the
+  // question stay on screen together (the terms scroll up first).
+  std::string terms;
+  if (options.glosses)
+    if (const auto fresh = new_terms(also_shown + "\n" + shown, glossed); !fresh.empty())
+      terms = style.dim("Terms:") + "\n" + format_glosses(fresh, options.width);
+  const auto lines = [](const std::string& text) {
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  const bool fits = 2 + reserved + lines(shown) + lines(terms) <= options.rows;  // 2: the banner
+  if (!fits) out << terms;
   out << shown;
-  if (!options.glosses) return "";
-  // Neutral definitions of the terms this walk shows for the first time, under what was measured, as many
-  // as the screen has room for; the others after the answer.
-  const auto fresh = new_terms(shown, glossed);
-  size_t used =
-      2 + reserved + static_cast<size_t>(std::count(shown.begin(), shown.end(), '\n'));  // 2: the banner
-  std::string now, later;
-  for (const auto* term : fresh) {
-    const std::string gloss = format_glosses({term}, options.width);
-    const size_t lines = static_cast<size_t>(std::count(gloss.begin(), gloss.end(), '\n'));
-    const bool fits = later.empty() && used + lines + (now.empty() ? 1 : 0) <= options.rows;
-    (fits ? now : later) += gloss;
-    if (fits) used += lines + (now.size() == gloss.size() ? 1 : 0);
-  }
-  if (!now.empty()) out << style.dim("Terms:") << "\n" << now;
-  return later.empty() ? "" : style.dim("Terms:") + "\n" + later;
+  if (fits) out << terms;
+  const auto all = terms_in(also_shown + "\n" + shown);
+  return all.empty() ? "" : style.dim("Terms:") + "\n" + format_glosses(all, options.width);
 }
 
 void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
@@ -151,19 +179,38 @@ void print_hint(const Answered& a, std::ostream& out, const lab::Style& style, s
 
 namespace {
 
-// The correct option and why; then why each wrong one is wrong, the learner's own first, marked.
-void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
+// "Right!", "Not quite: you chose b." or "Skipped.", then the answer on the same line when `with_answer`.
+void print_result(const Answered& a, std::ostream& out, const lab::Style& style, size_t width,
+                  bool with_answer) {
+  const std::string result = a.outcome == Asked::Skipped ? "Skipped."
+                             : a.outcome == Asked::Right ? "Right!"
+                                                         : fmt::format("Not quite: you chose {}.", letter(a.chosen));
+  const auto color = [&](const std::string& s) {
+    return a.outcome == Asked::Skipped ? style.yellow(s) : a.outcome == Asked::Right ? style.green(s) : style.red(s);
+  };
+  if (!with_answer) return void(out << color(result) << "\n");
+  const Question& q = *a.question;
+  const auto lines = lab::wrap_lines(
+      fmt::format("{} The answer is {}) {}", result, letter(q.answer), q.options[q.answer]), width, "", "     ");
+  for (size_t k = 0; k < lines.size(); ++k) {
+    const bool lead = k == 0 && lines[k].compare(0, result.size(), result) == 0;  // narrow: it may wrap too
+    out << (lead ? color(result) + style.bold(lines[k].substr(result.size())) : style.bold(lines[k])) << "\n";
+  }
+}
+
+// The answer and why, then the wrong options whose index `shown` accepts (the learner's own first).
+template <class Shown>
+void print_why(const Answered& a, std::ostream& out, const lab::Style& style, size_t width, bool with_why,
+               Shown shown) {
   const Question& q = *a.question;
   const auto values = values_of(a);
-  for (const auto& line : lab::wrap_lines(
-           fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]), width, "", "     "))
-    out << style.bold(line) << "\n";
-  out << lab::paragraph("Why:", fill(q.explanation, values), width) << "\n";
+  if (with_why) out << lab::paragraph("Why:", fill(q.explanation, values), width) << "\n";
   std::vector<int> order;
   if (a.chosen >= 0 && a.chosen != q.answer) order.push_back(a.chosen);
   for (const auto& [index, why] : q.why_not)
     if (index != a.chosen) order.push_back(index);
   for (int index : order) {
+    if (!shown(index)) continue;
     const bool theirs = index == a.chosen;
     const std::string label =
         fmt::format("Not {}) {}{}", letter(index), q.options[index], theirs ? " (your answer)" : "");
@@ -175,6 +222,26 @@ void print_explanation(const Answered& a, std::ostream& out, const lab::Style& s
   }
 }
 
+std::string checks_note(const Answered& a, const lab::Style& style, size_t width) {
+  if (!a.reported() || a.lab.report->passed()) return "";
+  const lab::Report& report = *a.lab.report;
+  return style.yellow(lab::paragraph(
+             "Note:",
+             fmt::format("only {}/{} of this lab's checks held on this machine; read its numbers with care.",
+                         report.checks_passed(), report.checks().size()),
+             width, 6)) +
+         "\n";
+}
+
+// The correct option and why; then why each wrong one is wrong, the learner's own first, marked.
+void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
+  const Question& q = *a.question;
+  for (const auto& line : lab::wrap_lines(fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]),
+                                          width, "", "     "))
+    out << style.bold(line) << "\n";
+  print_why(a, out, style, width, true, [](int) { return true; });
+}
+
 void print_checks(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
   if (!a.reported()) return;
   const lab::Report& report = *a.lab.report;
@@ -183,24 +250,44 @@ void print_checks(const Answered& a, const WalkOptions& options, std::ostream& o
   if (!details.empty()) out << details;
   out << "\n"
       << report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = options.width});
-  if (!report.passed())
-    out << style.yellow(fmt::format(
-               "Note: only {}/{} of this lab's checks held on this machine; read its numbers with care.",
-               report.checks_passed(), report.checks().size()))
-        << "\n";
+  out << checks_note(a, style, options.width);
 }
 
 }  // namespace
 
 void print_answer(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style) {
-  if (a.outcome == Asked::Skipped)
-    out << style.yellow("Skipped.") << "\n";
-  else if (a.outcome == Asked::Right)
-    out << style.green("Right!") << "\n";
-  else
-    out << style.red(fmt::format("Not quite: you chose {}.", letter(a.chosen))) << "\n";
+  print_result(a, out, style, options.width, false);
   print_explanation(a, out, style, options.width);
   print_checks(a, options, out, style);
+}
+
+void print_answer_screen(const Answered& a, const WalkOptions& options, std::ostream& out,
+                         const lab::Style& style) {
+  print_result(a, out, style, options.width, true);
+  print_why(a, out, style, options.width, true, [&](int index) { return index == a.chosen; });
+  out << checks_note(a, style, options.width);
+}
+
+std::vector<AnswerPart> answer_parts(const Answered& a, const WalkOptions& options, const lab::Style& style) {
+  std::vector<AnswerPart> parts;
+  const size_t width = options.width;
+  std::ostringstream others;
+  print_why(a, others, style, width, false, [&](int index) { return index != a.chosen; });
+  parts.push_back({'o', "other options", others.str()});
+  std::string all_text = fill(a.question->explanation, values_of(a)) + "\n" + others.str();
+  if (a.reported()) {
+    const lab::Report& report = *a.lab.report;
+    parts.push_back(
+        {'d', "details", report.render_text({.color = options.color, .part = lab::Part::Details, .width = width})});
+    parts.push_back({'c', "checks",
+                     report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = width}) +
+                         checks_note(a, style, width)});
+    all_text += report.render_text({.part = lab::Part::All, .width = width});
+  }
+  const auto terms = terms_in(all_text);
+  if (!terms.empty()) parts.push_back({'t', "terms", style.dim("Terms:") + "\n" + format_glosses(terms, width)});
+  std::erase_if(parts, [](const AnswerPart& p) { return p.text.find_first_not_of(" \n") == std::string::npos; });
+  return parts;
 }
 
 void print_key(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
@@ -230,56 +317,74 @@ std::string lab_cell(const Answered& a) {
 std::vector<std::string> summary_row(const Answered& a, bool reveal) {
   const bool answered = a.outcome == Asked::Right || a.outcome == Asked::Wrong;
   std::string yours =
-      a.outcome == Asked::Skipped ? "skipped"
+      a.outcome == Asked::Skipped                ? "skipped"
+      : a.outcome == Asked::NotAsked && a.prompted ? "not answered"
       : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
                  : "-";
   const std::string correct = answered || reveal ? std::string(1, letter(a.question->answer)) : "-";
   return {std::to_string(a.question->number), a.question->id, reveal ? "-" : yours, correct, lab_cell(a)};
 }
 
-void print_checks_line(const Tally& t, std::ostream& out) {
-  if (t.labs_reported == 0 && t.labs_failed == 0) {
-    out << "Lab checks: no lab ran to the end\n";
-  } else if (t.all_passed()) {
-    out << (t.labs_reported == 1 ? std::string("Lab checks: held in the 1 lab run\n")
-                                 : fmt::format("Lab checks: held in all {} labs run\n", t.labs_reported));
-  } else {
-    out << fmt::format(
-        "Lab checks: did NOT all hold: {} of {} passed{}\n", t.labs_passed,
-        plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
-        t.labs_failed
-            ? fmt::format("; {} failed to run", plural(static_cast<size_t>(t.labs_failed), "lab", "labs"))
-            : "");
-  }
+std::string checks_line(const Tally& t) {
+  if (t.labs_reported == 0 && t.labs_failed == 0) return "Lab checks: no lab ran to the end";
+  if (t.all_passed())
+    return t.labs_reported == 1 ? std::string("Lab checks: held in the 1 lab run")
+                                : fmt::format("Lab checks: held in all {} labs run", t.labs_reported);
+  return fmt::format(
+      "Lab checks: did NOT all hold: {} of {} passed{}", t.labs_passed,
+      plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
+      t.labs_failed ? fmt::format("; {} failed to run", plural(static_cast<size_t>(t.labs_failed), "lab", "labs"))
+                    : "");
 }
 
-void print_next_steps(const std::vector<Answered>& walked, const WalkOptions& options, std::ostream& out,
-                      const lab::Style& style) {
+// A line of advice, wrapped to the screen with the command kept whole where it fits.
+void print_advice(const std::string& lead, const std::string& command, const WalkOptions& options,
+                  std::ostream& out, const lab::Style& style) {
+  const auto lines = lab::wrap_lines(lead + " " + command, options.width, "", "  ");
+  if (lines.size() == 1) return void(out << lead << " " << style.bold(command) << "\n");
+  for (const auto& line : lab::wrap_lines(lead, options.width, "", "  ")) out << line << "\n";
+  for (const auto& line : lab::wrap_lines(command, options.width, "  ", "    ")) out << style.bold(line) << "\n";
+}
+
+void print_next_steps(const std::vector<Answered>& walked, const Quiz& track, const WalkOptions& options,
+                      std::ostream& out, const lab::Style& style) {
   std::vector<int> missed, later;
   for (const auto& a : walked) {
     if (a.outcome == Asked::Wrong || a.outcome == Asked::Skipped) missed.push_back(a.question->number);
     if (a.outcome == Asked::NotAsked) later.push_back(a.question->number);
   }
+  // With saved progress, every question of the track last answered wrong or skipped (a walk of --resume or
+  // --only is part of the track), this walk's answers included.
+  if (options.progress) {
+    const std::vector<int> saved = retry_questions(options.progress->load(), track);
+    std::vector<int> both;
+    std::set_union(saved.begin(), saved.end(), missed.begin(), missed.end(), std::back_inserter(both));
+    // A question answered right in this walk is not to retry, whatever was saved before.
+    std::erase_if(both, [&](int n) {
+      return std::any_of(walked.begin(), walked.end(),
+                         [&](const Answered& a) { return a.question->number == n && a.outcome == Asked::Right; });
+    });
+    missed = both;
+  }
   if (!missed.empty())
-    out << fmt::format("Retry the {} you missed or skipped: ",
-                       missed.size() == 1 ? "one" : std::to_string(missed.size()))
-        << style.bold(options.command + " --only " + numbers(missed)) << "\n";
-  // --only names exactly the questions of this walk not reached; --resume (saved progress) would also
+    print_advice(fmt::format("Retry the {} you missed or skipped:",
+                             missed.size() == 1 ? "one" : std::to_string(missed.size())),
+                 options.command + " --only " + numbers(missed), options, out, style);
+  // --only names exactly the questions of this walk not answered; --resume (saved progress) would also
   // take those of the track this walk did not choose.
   if (!later.empty())
-    out << "Go on where you stopped: " << style.bold(options.command + " --only " + numbers(later)) << "\n";
+    print_advice("Go on where you stopped:", options.command + " --only " + numbers(later), options, out, style);
   if (options.progress) {
     const std::string saved = fmt::format(
-        "Progress saved in {}: amp-lab progress shows it, {} --resume goes on with the questions never "
-        "answered.",
-        lab::escape(options.progress->file().string()), options.command);
+        "Progress saved in {}: {} progress shows it, {} --resume goes on with the questions never answered.",
+        lab::escape(options.progress->file().string()), command_of(options), options.command);
     out << style.dim(options.width ? lab::wrap(saved, options.width) : saved) << "\n";
   }
 }
 
 }  // namespace
 
-void print_summary(const std::vector<Answered>& walked, const WalkOptions& options,
+void print_summary(const std::vector<Answered>& walked, const Quiz& track, const WalkOptions& options,
                    const std::string& stop_reason, std::ostream& out, const lab::Style& style) {
   if (!stop_reason.empty()) out << "\n" << style.yellow("Stopped (" + stop_reason + ").") << "\n";
   std::vector<std::vector<std::string>> rows;
@@ -289,13 +394,20 @@ void print_summary(const std::vector<Answered>& walked, const WalkOptions& optio
                                             options.width > 2 ? options.width - 2 : 0))
     out << "  " << line << "\n";
   const Tally t = tally(walked);
-  if (!options.reveal)
-    out << style.bold(fmt::format("Score: {}/{} right", t.right, walked.size()))
-        << fmt::format(" ({} wrong, {} skipped{})", t.wrong, t.skipped,
-                       stop_reason.empty() ? "" : fmt::format(", {} not reached", t.not_reached))
-        << "\n";
-  print_checks_line(t, out);
-  if (!options.reveal) print_next_steps(walked, options, out, style);
+  if (!options.reveal) {
+    const std::string score = fmt::format("Score: {}/{} right", t.right, walked.size());
+    const auto lines = lab::wrap_lines(
+        score + fmt::format(" ({} wrong, {} skipped{}{})", t.wrong, t.skipped,
+                            t.left ? fmt::format(", {} left at its prompt", t.left) : "",
+                            stop_reason.empty() ? "" : fmt::format(", {} not reached", t.not_reached)),
+        options.width, "", "  ");
+    for (size_t k = 0; k < lines.size(); ++k) {
+      const bool lead = k == 0 && lines[k].compare(0, score.size(), score) == 0;
+      out << (lead ? style.bold(score) + lines[k].substr(score.size()) : lines[k]) << "\n";
+    }
+  }
+  out << lab::paragraph("", checks_line(t), options.width, 2) << "\n";
+  if (!options.reveal) print_next_steps(walked, track, options, out, style);
 }
 
 }  // namespace runner

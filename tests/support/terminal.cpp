@@ -1,0 +1,116 @@
+#include "support/terminal.h"
+
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace test_support {
+
+Terminal::Terminal(const std::vector<std::string>& argv, unsigned columns, unsigned rows,
+                   const std::vector<std::string>& env) {
+  winsize size{};
+  size.ws_col = static_cast<unsigned short>(columns);
+  size.ws_row = static_cast<unsigned short>(rows);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_ = forkpty(&fd_, nullptr, nullptr, &size);
+  if (pid_ < 0) throw std::runtime_error("forkpty failed");
+  if (pid_ == 0) {
+    ::setenv("NO_COLOR", "1", 1);
+    ::unsetenv("COLUMNS");  // the terminal's size, not the test's environment, lays the output out
+    ::unsetenv("LINES");
+    for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+}
+
+Terminal::~Terminal() {
+  if (pid_ > 0 && !exited_) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool Terminal::read_some(int timeout_ms) {
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) <= 0) return true;
+  char buf[8192];
+  const ssize_t n = ::read(fd_, buf, sizeof buf);
+  if (n <= 0) return false;  // EIO: the program ended and closed the pty
+  for (ssize_t k = 0; k < n; ++k)
+    if (buf[k] != '\r' || k + 1 >= n || buf[k + 1] != '\n') screen_ += buf[k];
+  return true;
+}
+
+int Terminal::expect_any(const std::vector<std::string>& texts, double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  for (;;) {
+    size_t best = std::string::npos;
+    int which = -1;
+    for (size_t k = 0; k < texts.size(); ++k)
+      if (const size_t at = screen_.find(texts[k], from_); at < best) best = at, which = static_cast<int>(k);
+    if (which >= 0) {
+      from_ = best + texts[static_cast<size_t>(which)].size();
+      return which;
+    }
+    if (std::chrono::steady_clock::now() > end || !read_some(100)) return -1;
+  }
+}
+
+bool Terminal::expect(const std::string& text, double timeout_s) {
+  return expect_any({text}, timeout_s) == 0;
+}
+
+void Terminal::type(const std::string& keys) {
+  if (::write(fd_, keys.data(), keys.size()) != static_cast<ssize_t>(keys.size()))
+    throw std::runtime_error("cannot type on the pty");
+}
+
+void Terminal::resize(unsigned columns, unsigned rows) {
+  winsize size{};
+  size.ws_col = static_cast<unsigned short>(columns);
+  size.ws_row = static_cast<unsigned short>(rows);
+  if (::ioctl(fd_, TIOCSWINSZ, &size) != 0) throw std::runtime_error("TIOCSWINSZ failed");
+}
+
+int Terminal::wait_exit(double timeout_s) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end && read_some(100)) {
+  }
+  while (!exited_) {  // the pty closes as the program ends: it may take a moment more to be reaped
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_) exited_ = true;
+    else if (std::chrono::steady_clock::now() > end) return -1;
+    else ::usleep(10000);
+  }
+  return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    lines.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return lines;
+}
+
+size_t glyphs(const std::string& line) {
+  size_t n = 0;
+  for (unsigned char c : line) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace test_support
