@@ -81,17 +81,17 @@ TEST_CASE("the report names this device's 16-bit hardware, read from /proc/cpuin
 TEST_CASE("the device description reads right on a CPU with or without native 16-bit units and on GPUs") {
   lab::Hardware cpu{.cuda = false, .name = "Xeon", .compute_capability = 0, .cpu_flags = {"avx2", "f16c"}};
   CHECK(lab::describe_16bit_hardware(cpu) ==
-        "a CPU (Xeon) whose /proc/cpuinfo lists no native 16-bit arithmetic (none of avx512_bf16, amx_bf16, "
+        "a CPU (Xeon) whose /proc/cpuinfo lists no 16-bit instructions (none of avx512_bf16, amx_bf16, "
         "avx512_fp16, amx_fp16)");
   cpu.cpu_flags = {"avx2", "avx512_bf16", "amx_bf16", "amx_tile"};
   CHECK(lab::native_16bit_units(cpu) == "avx512_bf16, amx_bf16");
   CHECK(lab::describe_16bit_hardware(cpu) ==
-        "a CPU (Xeon) whose /proc/cpuinfo lists native 16-bit arithmetic (avx512_bf16, amx_bf16) and not "
-        "avx512_fp16 or amx_fp16");
+        "a CPU (Xeon) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16, amx_bf16; avx512_bf16 "
+        "converts to bf16 and adds bf16 products into fp32) and not avx512_fp16 or amx_fp16");
   cpu.cpu_flags = {"avx512_bf16"};  // this machine's kind: an AMD EPYC without AMX
   CHECK(lab::describe_16bit_hardware(cpu) ==
-        "a CPU (Xeon) whose /proc/cpuinfo lists native 16-bit arithmetic (avx512_bf16) and not amx_bf16, "
-        "avx512_fp16 or amx_fp16");
+        "a CPU (Xeon) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16; avx512_bf16 converts to "
+        "bf16 and adds bf16 products into fp32) and not amx_bf16, avx512_fp16 or amx_fp16");
   cpu.cpu_flags = {"avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16"};
   CHECK(lab::missing_16bit_units(cpu).empty());
   cpu.cpu_flags = {};
