@@ -8,7 +8,8 @@
 // (src/lab/underflow.h: gradients small by construction), 16 units wide. The lab
 //   1. casts the nine tensors of step 0 with no scale, with the best single scale for all of them, with
 //      one loss scale (fp16's recipe: only the gradients move) and with a scale each,
-//   2. trains with each recipe, against bf16 autocast and against FP8's rounding without exponent limits,
+//   2. trains with each recipe, against bf16 autocast and against FP8's mantissa rounding without exponent
+//      limits (a yardstick),
 //   3. shows its emulated FP8 matmul beside at::_scaled_mm on the CPU (a demonstration: without AMX
 //      ATen's fallback computes the emulation's own arithmetic, so the two cannot differ there).
 // The matmuls are at::_scaled_mm on CUDA devices of compute capability 8.9 or newer (FP8 tensor cores;
