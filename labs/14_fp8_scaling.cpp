@@ -533,8 +533,8 @@ void report_one_scale(const Result& m, lab::Report& r) {
       std::find_if(m.tensors.begin(), m.tensors.end(), [&](const auto& s) { return s.name == hi_name; });
   r.observe("one_scale_room_binades",
             fmt::format("powers of two one factor can fit {} and {} into", hi_name, lo_name), room(m), "",
-            fmt::format("{:.1f} ({}'s {} max to {}'s {} smallest subnormal)", room(m), hi_name,
-                        hi_t->grad ? "E5M2" : "E4M3", lo_name, lo_t->grad ? "E5M2" : "E4M3"));
+            fmt::format("{:.1f} powers of two, from {}'s {} max to {}'s {} smallest subnormal", room(m),
+                        hi_name, hi_t->grad ? "E5M2" : "E4M3", lo_name, lo_t->grad ? "E5M2" : "E4M3"));
   double grad_flushed = 0, grad_lost_own = 0, beyond = 0, grad_lost_loss_scale = 0;
   for (const auto& s : m.tensors) {
     beyond = std::max(beyond, s.beyond_none);
