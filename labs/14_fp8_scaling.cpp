@@ -515,8 +515,8 @@ void report_measured(const Result& m, lab::Report& r) {
             "x", times(m.current.final_loss / b));
   r.observe("loss_ratio_fp8_delayed", fmt::format("FP8, delayed scaling (amax history {})", kHistory),
             m.delayed.final_loss / b, "x", times(m.delayed.final_loss / b));
-  r.observe("loss_ratio_no_exp_limit", "FP8's mantissa rounding, no exponent limits (a yardstick)",
-            m.no_limit / b, "x", times(m.no_limit / b));
+  r.observe("loss_ratio_no_exp_limit", "FP8's mantissa rounding, no exponent limits", m.no_limit / b, "x",
+            times(m.no_limit / b));
 }
 
 // After the answer: what one scale does and cannot do.

@@ -59,8 +59,8 @@ TEST_CASE("an unscaled cast past the max saturates in E4M3 and overflows to inf 
 }
 
 TEST_CASE(
-    "E5M2 alone spans more than the amaxes' spread; one factor's room, x's E4M3 max to dL/dy1's E5M2 "
-    "smallest subnormal, does not") {
+    "E5M2 alone spans more than the amaxes' spread, and one factor's room (x's E4M3 max to dL/dy1's E5M2 "
+    "smallest subnormal) does not") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("e4m3_span_binades") == doctest::Approx(std::log2(448.0 / std::exp2(-9))));
   CHECK(r.value("e5m2_span_binades") == doctest::Approx(std::log2(57344.0 / std::exp2(-16))));
