@@ -635,10 +635,10 @@ void report_checks(const std::vector<Summary>& sum, const std::vector<double>& d
           after > 0 && std::abs(a.max_mix_log2) >= std::log2(kMixOff) &&
               static_cast<double>(a.inf_after_part) / static_cast<double>(after) >
                   static_cast<double>(ddp.inf_steps) / static_cast<double>(m.steps),
-          fmt::format(
-              "scales differ from step {}; an applied gradient {}; then {} of {} steps had an inf, ddp {} "
-              "of {}",
-              a.parted_at, factor_words(a.max_mix_log2), a.inf_after_part, after, ddp.inf_steps, m.steps));
+          fmt::format("scales differ from step {}; by the scales an applied gradient {}; then {} of {} steps "
+                      "had an inf, ddp {} of {}",
+                      a.parted_at, factor_words(a.max_mix_log2), a.inf_after_part, after, ddp.inf_steps,
+                      m.steps));
   r.check("sharded-global-matches-ddp",
           "sharded with the process-group option: every rank skips the same steps, exactly those where some "
           "shard overflowed, and the weights end bitwise equal to ddp's",

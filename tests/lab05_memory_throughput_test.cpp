@@ -90,8 +90,8 @@ TEST_CASE("the device description reads right on a CPU with or without native 16
         "converts to bf16 and adds bf16 products into fp32) and not avx512_fp16 or amx_fp16");
   cpu.cpu_flags = {"avx512_bf16"};  // this machine's kind: an AMD EPYC without AMX
   CHECK(lab::describe_16bit_hardware(cpu) ==
-        "a CPU (Xeon) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16; avx512_bf16 converts to "
-        "bf16 and adds bf16 products into fp32) and not amx_bf16, avx512_fp16 or amx_fp16");
+        "a CPU (Xeon) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16, which converts to bf16 and "
+        "adds bf16 products into fp32) and not amx_bf16, avx512_fp16 or amx_fp16");
   cpu.cpu_flags = {"avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16"};
   CHECK(lab::missing_16bit_units(cpu).empty());
   cpu.cpu_flags = {};

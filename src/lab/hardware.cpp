@@ -72,8 +72,11 @@ std::string describe_16bit_hardware(const Hardware& hw) {
   // general bf16 arithmetic; the report says so where it names the flag.
   const std::string missing = missing_16bit_units(hw);
   const bool avx512_bf16 = hw.cpu_flags.count("avx512_bf16") > 0;
-  return cpu + " whose /proc/cpuinfo lists 16-bit instructions (" + units +
-         (avx512_bf16 ? "; avx512_bf16 converts to bf16 and adds bf16 products into fp32" : "") + ")" +
+  const std::string gloss = units == "avx512_bf16"
+                                ? ", which converts to bf16 and adds bf16 products into fp32"
+                            : avx512_bf16 ? "; avx512_bf16 converts to bf16 and adds bf16 products into fp32"
+                                          : "";
+  return cpu + " whose /proc/cpuinfo lists 16-bit instructions (" + units + gloss + ")" +
          (missing.empty() ? "" : " and not " + missing);
 }
 

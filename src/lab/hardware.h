@@ -40,8 +40,8 @@ std::string native_16bit_units(const Hardware& hw);
 // The 16-bit flags that `hw.cpu_flags` lacks ("amx_bf16, avx512_fp16 or amx_fp16"), or "".
 std::string missing_16bit_units(const Hardware& hw);
 
-// "a CPU (AMD EPYC) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16; avx512_bf16 converts to
-// bf16 and adds bf16 products into fp32) and not amx_bf16, avx512_fp16 or amx_fp16",
+// "a CPU (AMD EPYC) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16, which converts to bf16 and
+// adds bf16 products into fp32) and not amx_bf16, avx512_fp16 or amx_fp16",
 // "a CPU (...) whose /proc/cpuinfo lists no 16-bit instructions (none of avx512_bf16, ...)",
 // "a GPU (NVIDIA H200 (sm_90)) with fp16 and bf16 Tensor Cores", "a GPU (...) with fp16 Tensor Cores
 // and no bf16". Reads as the object of "on": "ran at 0.8x the speed of fp32 on <this>".
