@@ -83,6 +83,25 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
                 torch::nn::MSELoss& mse, torch::ScalarType dtype, const torch::Tensor& x,
                 const torch::Tensor& y);
 #endif  // AMP_LAB_EXERCISE
+
+// skips-exactly-overflows, from three records per step: what the step returned, whether its gradients held
+// an inf or NaN (isfinite, apart from the scaler) and whether any weight changed (bitwise, apart from both).
+// A skipped step must leave every weight as it was and a stepped one move them. Empty when the records
+// agree, else the first step where they do not, in words.
+std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
+                          const std::vector<bool>& moved) {
+  if (stepped.size() != overflowed.size() || stepped.size() != moved.size())
+    return "records of unequal length";
+  for (size_t i = 0; i < stepped.size(); ++i) {
+    if (moved[i] == overflowed[i])
+      return fmt::format("step {}: gradients {}, weights {}", i, overflowed[i] ? "overflowed" : "finite",
+                         moved[i] ? "moved" : "unchanged");
+    if (stepped[i] != moved[i])
+      return fmt::format("step {}: step() returned {} and the weights {}", i, stepped[i] ? "true" : "false",
+                         moved[i] ? "moved" : "did not move");
+  }
+  return "";
+}
 }  // namespace lab02
 
 namespace {
@@ -108,6 +127,7 @@ struct Run {
   std::vector<double> scale;     // per step, the loss scale it used (1: scaler disabled)
   std::vector<bool> stepped;     // per step, what scaler.step() returned
   std::vector<bool> overflowed;  // per step, checked apart from the scaler: an inf/NaN gradient
+  std::vector<bool> moved;       // per step, checked apart from both: some weight changed (bitwise)
   double final_loss = 0;         // float64 MSE of the trained model
   int64_t skipped() const { return static_cast<int64_t>(std::count(stepped.begin(), stepped.end(), false)); }
 };
@@ -120,8 +140,14 @@ Run train(const uf::Problem& p, torch::nn::MSELoss& mse, torch::ScalarType dtype
   Run run;
   for (int64_t s = 0; s < steps; ++s) {
     run.scale.push_back(scaler.get_scale());
+    std::vector<torch::Tensor> before;
+    for (const auto& w : model->parameters()) before.push_back(w.detach().clone());
     run.stepped.push_back(train_step(model, opt, scaler, mse, dtype, p.x, p.y));
     run.overflowed.push_back(!uf::grads_finite(model));  // the gradients the step left (unscaled)
+    bool moved = false;
+    const auto after = model->parameters();
+    for (size_t i = 0; i < before.size(); ++i) moved = moved || !torch::equal(before[i], after[i].detach());
+    run.moved.push_back(moved);
   }
   run.final_loss = uf::eval_loss(model, p);
   return run;
@@ -266,15 +292,21 @@ void report_checks(const Result& m, lab::Report& r) {
                       lab::percent(m.zeroed_fixed, 2), lab::percent(m.zeroed_scaler, 2),
                       lab::percent(kNearZeroShare, 0)));
   const Run& d = m.demo;
-  const bool same_steps = d.stepped.size() == d.overflowed.size() &&
-                          std::equal(d.stepped.begin(), d.stepped.end(), d.overflowed.begin(),
-                                     [](bool stepped, bool overflowed) { return stepped != overflowed; });
-  r.check("skips-exactly-overflows",
-          "the scaler skipped exactly the steps whose gradients overflowed, then grew the scale again",
-          d.skipped() > 0 && same_steps && regrowths(d) > 0,
-          fmt::format("{} skipped, {} overflowed (isfinite on the gradients), same steps: {}; {} regrowths",
-                      d.skipped(), std::count(d.overflowed.begin(), d.overflowed.end(), true),
-                      same_steps ? "yes" : "no", regrowths(d)));
+  // Compares the step's return value with the weights themselves and the gradients with isfinite, so it
+  // fails on a step that calls opt.step() whatever the scaler found (weights move on an overflowing step),
+  // on one that skips without an overflow, and on one whose return value is not what happened
+  // (tests/lab02_loss_scaling_test.cpp feeds it such a step).
+  const std::string mismatch = skip_mismatch(d.stepped, d.overflowed, d.moved);
+  r.check(
+      "skips-exactly-overflows",
+      "the weights stood still on exactly the steps whose gradients overflowed, which step() reported "
+      "skipped, and the scale grew again",
+      d.skipped() > 0 && mismatch.empty() && regrowths(d) > 0,
+      fmt::format("{} skipped, {} overflowed (isfinite on the gradients), {} steps moved the weights; {}; "
+                  "{} regrowths",
+                  d.skipped(), std::count(d.overflowed.begin(), d.overflowed.end(), true),
+                  std::count(d.moved.begin(), d.moved.end(), true),
+                  mismatch.empty() ? "the same steps" : mismatch, regrowths(d)));
   r.check(
       "scaler-matches-fp32",
       fmt::format("fp16 + GradScaler reaches fp32's final loss within {}", lab::percent(kLossTolerance, 0)),

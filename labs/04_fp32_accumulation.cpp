@@ -67,8 +67,9 @@ std::vector<torch::Tensor> running_sums(const torch::Tensor& products, torch::Sc
   return out;
 }
 
-// Blocked fp16 accumulation, as kernels with an fp16 accumulator work: fp16 partial sums of kBlock
-// products, each added to an fp16 running sum (K / kBlock roundings of the large sum instead of K).
+// Blocked fp16 accumulation, one plausible scheme for a kernel with an fp16 accumulator (the lab's model,
+// not a documented kernel): fp16 partial sums of kBlock products, each added to an fp16 running sum
+// (K / kBlock roundings of the large sum instead of K).
 std::vector<torch::Tensor> blocked_fp16_sums(const torch::Tensor& products, const std::vector<int64_t>& at) {
   torch::Tensor block = torch::zeros({products.size(1)}, products.options().dtype(torch::kHalf));
   torch::Tensor sum = torch::zeros_like(block);

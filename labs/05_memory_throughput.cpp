@@ -1,7 +1,7 @@
 // Lab 05: what 16-bit values do to a training step's memory and speed (quiz question 5).
 //
 // One small MLP (3 x Linear with ReLUs, MSE: the PyTorch AMP recipe's shape, scaled to the device) trains
-// with Adam three ways: in fp32; in pure 16-bit with an fp32 master copy that Adam updates (the
+// with Adam three ways: in fp32; with 16-bit weights and an fp32 master copy that Adam updates (the
 // mixed-precision paper's recipe); and with autocast, whose fp32 weights are cast to 16-bit copies per
 // step. Memory: the bytes of the run's real tensors (weights, master copy, gradients, Adam's state), and,
 // measured by the allocator (on the CPU a counting wrapper, on CUDA the caching allocator's statistics),
@@ -14,9 +14,11 @@
 //
 // Run:  build/bin/lab05_memory_throughput [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--seed N]
 //       [--json]
+// That 16-bit tensors take half the bytes, and that autocast's output is further from fp64 than fp32's, hold
+// by construction (2 bytes against 4; rounding to 8 or 11 significant bits against 24): the lab shows them
+// as observations (activation_bytes_ratio, output_error_ratio) and checks only what the workload decides.
 // --flip: the "16-bit" tensors are kept in fp32 (autocast disabled, the 16-bit model stored in fp32), so the
-//         checks activations-half, autocast-kept-vs-batch and no-accuracy-gain fail; timings then compare
-//         fp32 with fp32.
+//         check autocast-kept-vs-batch fails; timings then compare fp32 with fp32.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -39,7 +41,6 @@ constexpr double kLearningRate = 1e-3;  // Adam's and SGD's; bytes and timings d
 constexpr int64_t kMemWidth = 128;      // a narrower MLP, measured at two batches:
 constexpr int64_t kSmallBatch = 16;     // one where its 16-bit weight copies outweigh the halved activations
 constexpr int64_t kLargeBatch = 1024;   // and one where the halved activations outweigh the copies
-constexpr double kHalfTol = 0.05;       // "half the bytes": within 0.5 +- 0.05 of fp32's
 constexpr double kMargin = 0.1;         // "exceeds" / "falls below" fp32's bytes: by at least 10%
 constexpr int64_t kAlignedN = 4096;     // CUDA: an fp16 matmul size that is a multiple of 8 ...
 constexpr int64_t kUnalignedN = 4097;   // ... and one that is not (Tensor Cores want multiples of 8)
@@ -360,6 +361,12 @@ void report_memory_details(const Result& m, lab::Report& r) {
   const double peak_ratio = double(ac.peak) / f32.peak;
   r.observe("autocast_peak_ratio", fmt::format("autocast step peak / fp32's at batch {} (measured)", m.batch),
             peak_ratio, "x", ratio(peak_ratio));
+  // The master recipe's step holds fp32 copies of the 16-bit gradients for Adam (master_step), on top of
+  // the 16-bit ones: its peak can pass fp32's although its weights are half the bytes.
+  const double master_peak = double(p16.peak) / f32.peak;
+  r.observe("master_peak_ratio",
+            fmt::format("16-bit weights + fp32 master: step peak / fp32's at batch {} (measured)", m.batch),
+            master_peak, "x", ratio(master_peak));
   r.observe(
       "output_error_ratio", "MLP output error vs fp64: autocast / fp32", m.err_ac / m.err32, "x",
       fmt::format("{}x ({} vs {})", lab::num(m.err_ac / m.err32, 3), lab::sci(m.err_ac), lab::sci(m.err32)));
@@ -467,13 +474,8 @@ void report(const Result& m, lab::Report& r) {
   r.takeaway("Gains depend on hardware and workload; no check asserts speed.");
 
   const Memory& mem = m.memory;
-  const double kept = double(mem.pure16.kept) / mem.fp32.kept;
-  r.check("activations-half",
-          std::string(lp.rfind("fp", 0) == 0 ? "an " : "a ") + lp +
-              " forward pass keeps half the bytes for backward that an fp32 one keeps (allocator)",
-          std::abs(kept - 0.5) <= kHalfTol,
-          fmt::format("{} MB against {} MB: {}x (need 0.5 +- {})", lab::mb_cell(mem.pure16.kept),
-                      lab::mb_cell(mem.fp32.kept), lab::num(kept, 3), lab::num(kHalfTol)));
+  // Fails if autocast kept no 16-bit weight copies or kept fp32 activations (a region that does not cast,
+  // as --flip's), or if the allocator's count missed either.
   r.check("autocast-kept-vs-batch",
           fmt::format("what autocast's forward keeps for backward exceeds fp32's at batch {} (its {} weight "
                       "copies) and falls below it at batch {} (halved activations)",
@@ -482,10 +484,6 @@ void report(const Result& m, lab::Report& r) {
           fmt::format("3 x Linear({}): {}x fp32's at batch {}, {}x at batch {} (need >= {} and <= {})",
                       kMemWidth, lab::num(mem.small.kept, 3), kSmallBatch, lab::num(mem.large.kept, 3),
                       kLargeBatch, lab::num(1 + kMargin), lab::num(1 - kMargin)));
-  r.check("no-accuracy-gain",
-          "16-bit does not raise accuracy: the autocast MLP output is further from fp64 than fp32's",
-          m.err_ac > m.err32,
-          "max error " + lab::sci(m.err_ac) + " vs " + lab::sci(m.err32) + " (share of max |output|)");
 }
 
 }  // namespace

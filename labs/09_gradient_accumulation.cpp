@@ -376,14 +376,18 @@ void add_checks(const Result& m, lab::Report& r) {
           fmt::format("{} from the whole batch's, which is {} from float64 (need <= {}x that)",
                       lab::sci(acc.vs_whole[1]), lab::sci(m.whole_error[1]), kFp16TolFactor));
   const double both = each.vs_whole[1] / each.vs_whole[0];
+  // Fails on a loop that steps less often than it updates, or whose fp16 update moves for another reason
+  // than the extra steps (a scale that changed inside the batch, gradients unscaled twice): fp32, with no
+  // scaler, must move it as much. The scale's changes are shown, not checked: with a scale of 1024 and a
+  // growth interval of 2000 nothing can change it in 4 steps.
   r.check(
       "update-each-not-the-scale",
       "update() after every micro-batch, with the step it needs, takes 4 steps and moves the update as "
-      "much in fp32 as in fp16, with the scale unchanged",
+      "much in fp32 as in fp16",
       each.steps == kMicro && each.vs_whole[0] >= kMovedFactor * kFp32Tol &&
-          std::abs(both - 1) <= kSameInBoth && each.scale_changes == 0,
+          std::abs(both - 1) <= kSameInBoth,
       fmt::format("{} steps; {} (fp32) and {} (fp16) from the whole batch's update, {:.3f}x (need >= {} "
-                  "and within {}); {} scale changes",
+                  "and within {}); {} scale changes (shown)",
                   each.steps, lab::sci(each.vs_whole[0]), lab::sci(each.vs_whole[1]), both,
                   lab::sci(kMovedFactor * kFp32Tol, 1), lab::percent(kSameInBoth, 0), each.scale_changes));
   r.check("moving-scale-steps-match",

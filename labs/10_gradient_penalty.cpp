@@ -32,7 +32,7 @@ constexpr int64_t kIn = 16, kHidden = 32, kOut = 4;  // a two-layer tanh MLP reg
 constexpr int64_t kBatch = 64;                       // one fixed batch
 constexpr double kLr = 0.02;                         // SGD learning rate
 constexpr double kInitScale = 1024;   // 2^10: step 0 does not overflow, so its penalty can be compared
-constexpr double kPenaltyTol = 0.01;  // fp16 penalty within 1% of float64's (fp16 rounds to ~5e-4)
+constexpr double kPenaltyTol = 0.01;  // the fp16-autocast run's penalty within 1% of float64's
 constexpr double kGradTol = 0.01;     // the optimizer's gradients within 1% (relative norm) of float64's
 constexpr double kTrainTol = 0.05;    // fp16 final loss within 5% of fp32's
 
@@ -106,6 +106,9 @@ struct Result {
   std::string update_error;         // update() right after autograd::grad
   bool returned_unchanged = false;  // the returned gradients, bitwise, after an update() that ran
   double scale_after_update = 0;    // the scale that update() set
+  // The dtypes the recipe's penalty is computed in under fp16 autocast: autograd::grad's gradients are the
+  // fp32 weights' dtype, and pow, sum and sqrt are on no list that casts to fp16, so its arithmetic is fp32.
+  torch::ScalarType grad_dtype = torch::kFloat, penalty_dtype = torch::kFloat;
 };
 
 struct Setup {
@@ -164,6 +167,11 @@ void other_answers(const Setup& s, Result& r) {
       torch::autograd::grad({scaler.scale(loss)}, m->parameters(), {}, /*retain_graph=*/true);
   std::vector<torch::Tensor> kept;
   for (const auto& g : returned) kept.push_back(g.clone());
+  {
+    amp::Autocast ac(s.x.device(), torch::kHalf);
+    r.grad_dtype = returned[0].scalar_type();
+    r.penalty_dtype = (returned[0] * (1.0 / scaler.get_scale())).pow(2).sum().sqrt().scalar_type();
+  }
   r.returned_penalty = norm_of(returned, torch::kDouble);
   r.fp16_cast_penalty = norm_of(returned, torch::kHalf);
   try {
@@ -231,8 +239,12 @@ void report_training(const Result& m, lab::Report& r) {
            fmt::format("{:.4f}x", run.last.loss / f32.last.loss), std::to_string(run.skipped),
            lab::num(run.final_scale)});
   const double ratio = f16.first.penalty / m.runs[0].first.penalty;
-  r.observe("penalty_ratio", "fp16 recipe penalty / float64 penalty, step 0", ratio, "x",
+  r.observe("penalty_ratio", "fp16-autocast run's penalty / float64 penalty, step 0", ratio, "x",
             fmt::format("{:.4f}x", ratio));
+  r.observe("penalty_dtype", "dtype the penalty is computed in under fp16 autocast",
+            static_cast<double>(c10::elementSize(m.penalty_dtype) * 8), "",
+            fmt::format("{} (its gradients are {}: pow, sum and sqrt are not cast to fp16)",
+                        lab::short_name(m.penalty_dtype), lab::short_name(m.grad_dtype)));
   const double grad_err = f16.first.stepped ? rel(f16.first_grads, m.runs[0].first_grads)
                                             : std::numeric_limits<double>::infinity();
   r.observe("penalty_grad_error", "fp16: the optimizer's gradients at step 0 vs float64's", grad_err, "",
@@ -281,7 +293,8 @@ void report(const Result& m, lab::Report& r) {
       "torch::autograd::grad of scaler.scale(loss) returns gradients multiplied by the scale: multiply "
       "them by 1/scale before the penalty, then back-propagate scaler.scale(loss + penalty). update() "
       "only sets the next scale; it never touches gradients already computed.");
-  r.check("penalty-matches-fp64", "the fp16 penalty, from gradients multiplied by 1/scale, matches float64's",
+  r.check("penalty-matches-fp64",
+          "the penalty under fp16 autocast, from gradients multiplied by 1/scale, matches float64's",
           std::abs(ratio - 1) <= kPenaltyTol,
           fmt::format("{:.4f}x the float64 penalty (need within {})", ratio, lab::percent(kPenaltyTol, 0)));
   r.check("penalty-gradients-match-fp64",

@@ -12,6 +12,8 @@
 //
 // Run:  build/bin/lab12_custom_autograd [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16 whatever --dtype says: the 16-bit type with the narrow range)
+// That the unguarded function overflows follows from the data (activations of std 120, rows of 512): the
+// lab shows it (plain_non_finite, clipped_non_finite, row_sumsq_min), it does not check it.
 // --flip: the guarded functions lose their guards (no CustomFwd, no CustomBwd): checks
 //         cast-inputs-matches-fp64 and custom-bwd-mixed-dtypes fail.
 #include <algorithm>
@@ -46,8 +48,8 @@ constexpr double kTol = 1e-2;              // guarded fp16 vs float64, relative 
 namespace lab12 {
 
 // Row norms that need fp32. CustomFwd(cast_inputs=fp32) casts the fp16 input to fp32 and turns autocast off
-// until forward returns (torch.amp.custom_fwd(cast_inputs=torch.float32)); CustomBwd runs backward under
-// the autocast state forward recorded (custom_bwd): here off, so backward stays in fp32.
+// until forward returns (torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32)); CustomBwd runs
+// backward under the autocast state forward recorded (custom_bwd): here off, so backward stays in fp32.
 struct RowNormFp32 : torch::autograd::Function<RowNormFp32> {
 #ifndef AMP_LAB_EXERCISE  // exercise 12 (amp-lab exercise 12) has the learner write these functions
   static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
@@ -287,23 +289,12 @@ void report(const Result& m, lab::Report& r) {
   report_mixed(m, r);
   report_guarded(m, r);
   r.takeaway(
-      "A custom function that needs fp32 gets CustomFwd(cast_inputs=fp32) (custom_fwd(cast_inputs="
-      "torch.float32)): its inputs are cast and autocast is off inside. One that should follow autocast gets "
+      "A custom function that needs fp32 gets CustomFwd(cast_inputs=fp32) (in Python "
+      "torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)): its inputs are cast and "
+      "autocast is off inside. One that should follow autocast gets "
       "CustomFwd and CustomBwd: backward then runs under the forward's autocast state, and its ops see the "
       "dtypes they expect.");
-  const double plain_bad = non_finite_share(m.plain.value), clipped_bad = non_finite_share(m.clipped.value);
-  const double lo = m.row_sum_sq.min().item<double>();
-  const bool sum16 = m.sum_dtype == torch::kHalf;
-  r.check(
-      "unguarded-overflows",
-      "without a guard, fp16 overflows inside the function: every row's sum of squares exceeds 65504, and "
-      "where sum() stays in fp16 (CPU autocast) the norms are inf even with every value below 256",
-      plain_bad >= 0.5 && lo > kFp16Max && (!sum16 || clipped_bad >= 0.5),
-      fmt::format("{} of the outputs non-finite (need >= 50%); smallest row sum of squares {}; sum() gave "
-                  "{}{}",
-                  lab::percent(plain_bad), lab::sci(lo, 2), lab::short_name(m.sum_dtype),
-                  sum16 ? fmt::format(", clipped {} non-finite (need >= 50%)", lab::percent(clipped_bad))
-                        : std::string(" (CUDA autocast sums in fp32: only squares of |h| > 255 overflow)")));
+  // Shown, not checked: the data are made to overflow fp16 (see plain_non_finite and row_sumsq_min).
   const double out_err = rel(m.guarded.value, m.ref.value), grad_err = grad_error(m.guarded, m.ref);
   r.check("cast-inputs-matches-fp64",
           "with cast_inputs=fp32, outputs and gradients match float64 and are finite",

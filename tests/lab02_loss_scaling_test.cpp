@@ -5,10 +5,17 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
+#include "amp/grad_scaler.h"
 #include "lab_test_support.h"
+
+namespace lab02 {  // labs/02_loss_scaling.cpp: the comparison behind check skips-exactly-overflows
+std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
+                          const std::vector<bool>& moved);
+}  // namespace lab02
 
 namespace lab02_loss_scaling_test {
 
@@ -69,6 +76,64 @@ TEST_CASE("before the question: why the gradients are small, fp16's subnormal ba
   REQUIRE(interval_at != std::string::npos);
   CHECK(interval_at < scale_at);
   CHECK(text.find("Dynamic scaling") == std::string::npos);  // after the answer
+}
+
+namespace {
+
+struct Records {
+  std::vector<bool> stepped, overflowed, moved;
+};
+
+// Six steps of a tiny fp32 regression through an amp::GradScaler, an inf written into the input at step 2.
+// `steps_itself`: the mistake, a step that unscales and calls opt.step() whatever the scaler found.
+Records six_steps(bool steps_itself) {
+  torch::manual_seed(0);
+  torch::nn::Linear model(4, 1);
+  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.1));
+  amp::GradScaler scaler(torch::kCPU, {.init_scale = 1024});
+  const torch::Tensor x = torch::randn({8, 4}), y = torch::randn({8, 1});
+  Records rec;
+  for (int step = 0; step < 6; ++step) {
+    torch::Tensor xs = x.clone();
+    if (step == 2) xs[0][0] = std::numeric_limits<float>::infinity();
+    std::vector<torch::Tensor> before;
+    for (const auto& w : model->parameters()) before.push_back(w.detach().clone());
+    opt.zero_grad();
+    scaler.scale(torch::mse_loss(model->forward(xs), y)).backward();
+    bool stepped = true;
+    if (steps_itself) {
+      scaler.unscale_(opt);
+      opt.step();
+    } else {
+      stepped = scaler.step(opt);
+    }
+    scaler.update();
+    bool overflowed = false, moved = false;
+    const auto after = model->parameters();
+    for (size_t i = 0; i < after.size(); ++i) {
+      overflowed = overflowed || !torch::isfinite(after[i].grad()).all().item<bool>();
+      moved = moved || !torch::equal(before[i], after[i].detach());
+    }
+    rec.stepped.push_back(stepped), rec.overflowed.push_back(overflowed), rec.moved.push_back(moved);
+  }
+  return rec;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "skips-exactly-overflows holds for scaler.step() and fails for a step that steps the optimizer itself") {
+  const Records right = six_steps(/*steps_itself=*/false), wrong = six_steps(/*steps_itself=*/true);
+  CHECK(right.overflowed[2]);
+  CHECK(lab02::skip_mismatch(right.stepped, right.overflowed, right.moved).empty());
+  CHECK(wrong.overflowed[2]);
+  CHECK(lab02::skip_mismatch(wrong.stepped, wrong.overflowed, wrong.moved) ==
+        "step 2: gradients overflowed, weights moved");
+  // A step that skips but reports it stepped is caught by its return value.
+  std::vector<bool> lying = right.stepped;
+  lying[2] = true;
+  CHECK(lab02::skip_mismatch(lying, right.overflowed, right.moved) ==
+        "step 2: step() returned true and the weights did not move");
 }
 
 }  // namespace lab02_loss_scaling_test

@@ -25,6 +25,7 @@ TEST_CASE(
   CHECK(r.value("returned_unchanged") == 1);
   CHECK(r.value("fp16_cast_overflow") == 1);
   CHECK(r.value("scaled_sum_sq") > 65504);
+  CHECK(r.value("penalty_dtype") == 32);  // under fp16 autocast the penalty's arithmetic is fp32
 }
 
 TEST_CASE("flipped, the penalty from the scaled gradients is off by the scale") {

@@ -224,7 +224,7 @@ TEST_CASE("default mode, seed 0: the ranks' scales part, and then most steps ove
   CHECK(r.value("local_overflow_from") > r.value("local_parted_at"));
   CHECK(r.value("local_inf_steps") > 4 * r.value("ddp_inf_steps"));
   CHECK(r.value("local_overflow_elsewhere") >= 1);
-  CHECK(r.value("local_max_mix") >= 10);  // here an applied gradient was 2^10 or more times too large
+  CHECK(r.value("local_max_mix") >= 10);  // the scales put an applied gradient about 2^10 or more times off
   CHECK(check_keyed(r, "scales-part-then-overflow").passed);
 }
 

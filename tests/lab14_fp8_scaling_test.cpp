@@ -2,6 +2,8 @@
 // an emulation; it must be at::_scaled_mm's arithmetic, bit for bit where ATen runs its fallback kernel.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <torch/torch.h>
 
 #include "lab/hardware.h"
@@ -18,8 +20,9 @@ lab::Report run_quick(bool flip) {
 }  // namespace
 
 TEST_CASE("the emulated FP8 matmul gives at::_scaled_mm's values: bitwise where the CPU has no AMX") {
+  // Shown as a demonstration, not checked: without AMX the two are the same arithmetic.
   const lab::Report r = run_quick(/*flip=*/false);
-  CHECK(check_keyed(r, "emulation-matches-scaled-mm").passed);
+  CHECK(r.find_check("emulation-matches-scaled-mm") == nullptr);
   CHECK(r.value("emulation_error_vs_bound") <= 1.0);
   // Without amx_int8 ATen's _scaled_mm dequantizes and calls at::matmul, as the emulation does: measured
   // bitwise equal on all nine step-0 products (forward, input and weight gradients, E4M3 and E5M2 x E4M3).
@@ -46,6 +49,49 @@ TEST_CASE("delayed scaling clips a tensor that outgrows its history, and current
   CHECK(r.value("delayed_margin_clipped") < r.value("delayed_clipped"));
   CHECK(r.value("grad_flushed_scaled") == 0.0);  // current scaling at step 0
   CHECK(r.value("limits_agree") == 1.0);
+}
+
+TEST_CASE("an unscaled cast past the max saturates in E4M3 and overflows to inf in E5M2") {
+  const lab::Report r = run_quick(/*flip=*/false);
+  CHECK(r.value("e4m3_cast_past_max") == 448.0);     // 1000 (and inf) cast to e4m3fn
+  CHECK(std::isinf(r.value("e5m2_cast_past_max")));  // 1e5 cast to E5M2
+  CHECK(r.find("e4m3_cast_past_max")->text.find("inf gave 448") != std::string::npos);
+}
+
+TEST_CASE(
+    "E5M2 alone spans more than the amaxes' spread, and one factor's room (x's E4M3 max to dL/dy1's E5M2 "
+    "smallest subnormal) does not") {
+  const lab::Report r = run_quick(/*flip=*/false);
+  CHECK(r.value("e4m3_span_binades") == doctest::Approx(std::log2(448.0 / std::exp2(-9))));
+  CHECK(r.value("e5m2_span_binades") == doctest::Approx(std::log2(57344.0 / std::exp2(-16))));
+  CHECK(r.value("one_scale_room_binades") == doctest::Approx(std::log2(448.0 / std::exp2(-16))));
+  CHECK(r.value("e5m2_span_binades") > r.value("amax_spread_binades"));
+  CHECK(r.value("one_scale_room_binades") < r.value("amax_spread_binades"));
+}
+
+// quiz.yaml's Q14 quotes these ranges over seeds 0-9 (default mode, the CPU's emulation), measured on the
+// 2-core AMD EPYC of BENCHMARKS.md: delayed scaling ended below current scaling at every seed. It is what
+// this toy run shows, not a property of the recipes, and the text says so; this holds the text to the runs.
+TEST_CASE("over seeds 0-9 delayed scaling ends below current scaling, within the ranges Q14 quotes") {
+  const lab::LabInfo* info = lab::find_lab("fp8-scaling");
+  REQUIRE(info != nullptr);
+  for (uint64_t seed = 0; seed <= 9; ++seed) {
+    lab::Context ctx;
+    ctx.device = torch::kCPU;
+    ctx.dtype = torch::kBFloat16;
+    ctx.seed = seed;
+    const lab::Report r = lab::run_lab(*info, ctx);
+    CAPTURE(seed);
+    const double current = r.value("loss_ratio_fp8_current"), delayed = r.value("loss_ratio_fp8_delayed");
+    CHECK(delayed < current);
+    CHECK(delayed < r.value("loss_ratio_no_exp_limit"));  // below the yardstick too: 0.82-0.99x of it
+    CHECK(delayed >= 0.915);                              // "0.92-1.18x bf16's loss"
+    CHECK(delayed <= 1.185);
+    CHECK(current >= 1.085);  // "1.09-1.33x"
+    CHECK(current <= 1.335);
+    CHECK(r.value("delayed_clipped") >= 63.5);  // "64-95% of one tensor at one step"
+    CHECK(r.value("delayed_clipped") <= 95.5);
+  }
 }
 
 }  // namespace lab14_fp8_scaling_test

@@ -78,7 +78,7 @@ TEST_CASE("the starter compiles and fails the lab's checks, saying which") {
   INFO("exercise " << e.id << ": failed " << failed_keys(v) << "output: " << v.output);
   CHECK(v.kind == runner::Verdict::Failed);
   CHECK(v.held() < static_cast<int>(v.checks.size()));
-  CHECK(v.checks.size() >= 3);  // the lab's report came back whole, not a crash
+  CHECK(v.checks.size() >= 2);  // the lab's report came back whole, not a crash (lab 12 has 2 checks)
 }
 
 TEST_CASE("the starter has TODO lines and names the commands that judge it") {

@@ -3,7 +3,8 @@
 // Write Fp8Scale::quantize(t): t multiplied by its scale and cast to FP8 (this->dtype, largest finite
 // value this->max), and the inverse scale for the matmul. The scale maps the tensor's amax (its largest
 // |value|) onto max / 2^margin:
-//   Scaling::None     no scale: a plain cast (values beyond max become inf or NaN), inverse scale 1;
+//   Scaling::None     no scale: a plain cast (beyond max, E5M2 gives inf, E4M3 saturates at 448),
+//                     inverse scale 1;
 //   Scaling::Current  from this tensor's own amax;
 //   Scaling::Delayed  from the largest amax of `history`, the last kHistory amaxes, newest first; this
 //                     step's amax then joins the history (on the first call the history is empty: fill

@@ -66,10 +66,17 @@ std::string describe_16bit_hardware(const Hardware& hw) {
   if (units.empty()) {
     std::string all;
     for (const auto& f : native_16bit_flags()) all += (all.empty() ? "" : ", ") + f;
-    return cpu + " whose /proc/cpuinfo lists no native 16-bit arithmetic (none of " + all + ")";
+    return cpu + " whose /proc/cpuinfo lists no 16-bit instructions (none of " + all + ")";
   }
+  // avx512_bf16 is conversions to bf16 and a bf16 dot product that accumulates in fp32 (VDPBF16PS), not
+  // general bf16 arithmetic; the report says so where it names the flag.
   const std::string missing = missing_16bit_units(hw);
-  return cpu + " whose /proc/cpuinfo lists native 16-bit arithmetic (" + units + ")" +
+  const bool avx512_bf16 = hw.cpu_flags.count("avx512_bf16") > 0;
+  const std::string gloss = units == "avx512_bf16"
+                                ? ", which converts to bf16 and adds bf16 products into fp32"
+                            : avx512_bf16 ? "; avx512_bf16 converts to bf16 and adds bf16 products into fp32"
+                                          : "";
+  return cpu + " whose /proc/cpuinfo lists 16-bit instructions (" + units + gloss + ")" +
          (missing.empty() ? "" : " and not " + missing);
 }
 

@@ -16,7 +16,9 @@ std::set<std::string> cpu_flags();
 // The "model name" of /proc/cpuinfo, or "unknown CPU".
 std::string cpu_model();
 
-// The CPU flags that name native 16-bit arithmetic, in this order (the others are checked too).
+// The CPU flags that name 16-bit instructions, in this order (the others are checked too): avx512_bf16
+// (bf16 conversions and a bf16 dot product into fp32), amx_bf16 (bf16 tile matmuls), avx512_fp16 (fp16
+// vector arithmetic), amx_fp16 (fp16 tile matmuls).
 inline const std::vector<std::string>& native_16bit_flags() {
   static const std::vector<std::string> flags = {"avx512_bf16", "amx_bf16", "avx512_fp16", "amx_fp16"};
   return flags;
@@ -32,15 +34,15 @@ struct Hardware {
 };
 Hardware hardware_of(torch::Device device);
 
-// The native 16-bit flags among `hw.cpu_flags` ("avx512_bf16, amx_bf16"), or "" when none is listed.
+// The 16-bit flags among `hw.cpu_flags` ("avx512_bf16, amx_bf16"), or "" when none is listed.
 std::string native_16bit_units(const Hardware& hw);
 
-// The native 16-bit flags that `hw.cpu_flags` lacks ("amx_bf16, avx512_fp16 or amx_fp16"), or "".
+// The 16-bit flags that `hw.cpu_flags` lacks ("amx_bf16, avx512_fp16 or amx_fp16"), or "".
 std::string missing_16bit_units(const Hardware& hw);
 
-// "a CPU (AMD EPYC) whose /proc/cpuinfo lists native 16-bit arithmetic (avx512_bf16) and not amx_bf16,
-// avx512_fp16 or amx_fp16",
-// "a CPU (...) whose /proc/cpuinfo lists no native 16-bit arithmetic (none of avx512_bf16, ...)",
+// "a CPU (AMD EPYC) whose /proc/cpuinfo lists 16-bit instructions (avx512_bf16, which converts to bf16 and
+// adds bf16 products into fp32) and not amx_bf16, avx512_fp16 or amx_fp16",
+// "a CPU (...) whose /proc/cpuinfo lists no 16-bit instructions (none of avx512_bf16, ...)",
 // "a GPU (NVIDIA H200 (sm_90)) with fp16 and bf16 Tensor Cores", "a GPU (...) with fp16 Tensor Cores
 // and no bf16". Reads as the object of "on": "ran at 0.8x the speed of fp32 on <this>".
 std::string describe_16bit_hardware(const Hardware& hw);

@@ -5,8 +5,9 @@
 #include "exercise/14_fp8_scaling.h"
 
 namespace lab14 {
-// (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: values beyond
-// the format's max become inf or NaN, as fp16 overflow does. Scaled, they saturate (TE clips them).
+// (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: beyond the
+// format's max, E5M2 overflows to inf, as fp16 does, while E4M3 (e4m3fn, which has no inf) saturates at
+// 448 in this PyTorch (the lab measures both casts). Scaled, values beyond max are clipped (as TE does).
 std::pair<torch::Tensor, torch::Tensor> Fp8Scale::quantize(const torch::Tensor& t) {
   torch::NoGradGuard no_grad;
   if (mode == Scaling::None) return {t.to(dtype), torch::ones({}, t.options().dtype(torch::kFloat))};
