@@ -179,7 +179,8 @@ TEST_CASE("end of input mid-quiz stops cleanly with the partial score") {
   const auto r = run(kTwo, "c\n");
   CHECK(r.code == 0);
   CHECK(has(r.out, "Stopped (end of input)."));
-  CHECK(has(r.out, "Score: 1/2 right (0 wrong, 0 skipped, 1 not reached)"));
+  // The second question's prompt was shown: left there, not "not reached".
+  CHECK(has(r.out, "Score: 1/2 right (0 wrong, 0 skipped, 1 left at its prompt, 0 not reached)"));
   CHECK(r.err.empty());
 }
 
@@ -622,22 +623,24 @@ TEST_CASE("at a terminal the walk pauses after each explanation: Enter goes on t
   REQUIRE(t.expect("Your answer"));
   t.type("c\n");
   REQUIRE(t.expect("Why: "));
-  REQUIRE(t.expect("Enter: next lab, q: quit"));
+  REQUIRE(t.expect("Enter next question · "));
   CHECK(t.screen().find("Q8.") == std::string::npos);  // the next lab waits for Enter
   t.type("\n");
   REQUIRE(t.expect("Q8."));
   REQUIRE(t.expect("Your answer"));
   t.type("d\n");
+  REQUIRE(t.expect("Enter summary · "));  // the last answer screen waits too, before the summary
+  CHECK(t.screen().find("Score:") == std::string::npos);
+  t.type("\n");
   REQUIRE(t.expect("Score: 2/2 right"));
   CHECK(t.wait_exit() == 0);
-  CHECK(t.screen().find("Enter: next lab") == t.screen().rfind("Enter: next lab"));  // none after the last
 }
 
 TEST_CASE("at a terminal, q at the pause ends the walk with its summary") {
   Terminal t("quiz --quick --device cpu --only 3,8");
   REQUIRE(t.expect("Your answer"));
   t.type("c\n");
-  REQUIRE(t.expect("Enter: next lab, q: quit"));
+  REQUIRE(t.expect("Enter next question · "));
   t.type("q\n");
   REQUIRE(t.expect("Stopped (quit)."));
   REQUIRE(t.expect("Score: 1/2 right"));
@@ -1228,10 +1231,14 @@ TEST_CASE(
   CHECK_FALSE(has(r.out.substr(banner, r.out.find('\n', banner + 1) - banner), "dtype"));
   for (const auto* decl : fp16_labs) {
     CAPTURE(decl->id);
-    CHECK(has(r.out, decl->source() + " · device cpu · fp16 · seed 0"));
+    // The banner names the lab's file; the header under it its device and its own types.
+    const size_t at = r.out.find(decl->source() + " ━━");
+    REQUIRE(at != std::string::npos);
+    CHECK(r.out.find("\ndevice cpu · fp16 · seed 0", at) < r.out.find("━━", at + decl->source().size() + 8));
   }
   const auto formats = run("quiz --quick --device cpu --only 3 --answers c");
-  CHECK(has(formats.out, "labs/03_number_formats.cpp · device cpu · fp16 and bf16 · seed 0"));
+  CHECK(has(formats.out, "labs/03_number_formats.cpp ━━"));
+  CHECK(has(formats.out, "\ndevice cpu · fp16 and bf16 · seed 0 · quick mode · measured in "));
 }
 
 // ---- The summary -------------------------------------------------------------------------------------
