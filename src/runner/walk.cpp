@@ -179,8 +179,7 @@ void save(const Answered& a, const WalkOptions& options) {
 // One question: its lab, what it measured, the question, the answer and what follows it. Returns false
 // when the walk stops (stop_reason says why).
 bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& options, std::istream& in,
-                   std::ostream& out, std::set<std::string>& glossed, const std::string& header,
-                   std::string* stop_reason) {
+                   std::ostream& out, std::set<std::string>& glossed, std::string* stop_reason) {
   const lab::Style style{options.color};
   // Nothing is worth running when no one can read it (stdout on a full disk, a closed pipe).
   if (!out.flush()) throw lab::OutputError("cannot write to standard output");
@@ -190,7 +189,9 @@ bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& optio
   print_question(*a.question, question, style, options.reveal, options.width);
   const std::string q = question.str();
   const size_t reserved = static_cast<size_t>(std::count(q.begin(), q.end(), '\n')) + 1;  // + the prompt
-  const std::string terms = print_lab(a, options, out, style, glossed, (i == 0 ? header : "") + q, reserved);
+  // The prompt's terms are glossed with the lab's; the options' are not: a gloss of a term only one option
+  // uses would point at that option.
+  const std::string terms = print_lab(a, options, out, style, glossed, a.question->prompt, reserved);
   if (interrupt_signal()) {
     *stop_reason = interrupt_reason();
     return false;
@@ -223,9 +224,7 @@ int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostr
   std::optional<JsonFile> json;
   if (options.json_path) json.emplace(*options.json_path, options.inputs);
 
-  std::ostringstream header;  // its terms are glossed with the first question's
-  print_header(quiz, options, walked.size(), header, style);
-  out << header.str();
+  print_header(quiz, options, walked.size(), out, style);
   std::string stop_reason;
   std::set<std::string> glossed;  // terms glossed so far: each once per walk
   for (size_t i = 0; i < walked.size(); ++i) {
@@ -237,8 +236,7 @@ int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostr
       options.width = lab::terminal_width();
       options.rows = lab::terminal_rows();
     }
-    if (!walk_question(walked[i], i, walked.size(), options, in, out, glossed, header.str(), &stop_reason))
-      break;
+    if (!walk_question(walked[i], i, walked.size(), options, in, out, glossed, &stop_reason)) break;
   }
   print_summary(walked, quiz, options, stop_reason, out, style);
   if (json) json->commit(walk_json(walked, options, stop_reason.empty()));

@@ -60,8 +60,8 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
 // before the question: under what was measured when that, the question and its prompt (`reserved` lines)
 // fit on the screen, else above it, so that the measured part and the question stay on screen together.
 // Returns the glosses of every term the measured part uses, for the prompt's "t" key.
-// `also_shown`: the rest of the screen before the prompt (the question, and the walk's header above the
-// first question), whose terms are glossed with the lab's.
+// `also_shown`: the question's prompt, whose terms are glossed with the lab's (not its options': a gloss of
+// a term only one option uses would point at it).
 std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
                       const lab::Style& style, std::set<std::string>& glossed, const std::string& also_shown,
                       size_t reserved);
