@@ -259,6 +259,22 @@ TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress sugge
   CHECK(both.code == 2);
 }
 
+TEST_CASE("a lab run alone lays its report out to the width it has (COLUMNS for a pipe)") {
+  for (const char* exe : {"lab02_loss_scaling", "lab14_fp8_scaling"}) {
+    CAPTURE(exe);
+    const auto r =
+        test_support::run_process({AMP_LAB_BINARY_DIR "/bin/" + std::string(exe), "--quick"}, 120, {"COLUMNS=60"});
+    REQUIRE(r.code == 0);
+    size_t widest = 0;
+    for (const auto& line : lines_of(r.out)) {
+      // Only a single word longer than the screen may stick out.
+      if (line.find(' ', line.find_first_not_of(' ')) != std::string::npos) widest = std::max(widest, glyphs(line));
+    }
+    CHECK(widest <= 60);
+    CHECK(widest >= 50);  // laid out to the width, not cut to a fixed narrow one
+  }
+}
+
 TEST_CASE("a lab's --help shows its neutral heading, not its answer-stating title") {
   for (const auto& decl : lab::catalog()) {
     CAPTURE(decl.id);
