@@ -1160,7 +1160,8 @@ TEST_CASE(
   const std::string bin = q(AMP_LAB_BINARY_DIR "/bin/amp-lab");
   for (const bool there : {false, true}) {
     if (there)
-      std::ofstream(state / "progress.json") << R"({"version": 1, "quiz": {}, "kept": true})" << "\n";
+      std::ofstream(state / "progress.json") << R"({"version": 1, "quiz": {}, "kept": true})"
+                                             << "\n";
     if (there) std::ofstream(state / "progress.json.lock");
     const std::string before = there ? slurp(state / "progress.json") : "";
     for (const std::string& target : {std::string("''"), q((state / "progress.json").string()),
