@@ -967,7 +967,7 @@ TEST_CASE(
 TEST_CASE(
     "on a terminal a slow lab shows a live line that is erased before its report, and a pipe never sees it") {
   FakeLabs labs;
-  labs.replace("lab03_number_formats", "sleep 1.5; exec " + labs.real("lab03_number_formats") + " \"$@\"");
+  labs.replace("lab03_number_formats", "sleep 1.5; exec " + q(labs.real("lab03_number_formats")) + " \"$@\"");
   Terminal t("quiz --quick --device cpu --only 3 --answers c", labs.env());
   REQUIRE(t.expect("running lab 03 number-formats... "));
   REQUIRE(t.expect("Score: 1/1 right"));
@@ -1027,7 +1027,7 @@ TEST_CASE(
     "before the summary") {
   FakeLabs labs;
   labs.replace("lab03_number_formats",
-               "echo $$ > \"$LABPID\"; sleep 2; exec " + labs.real("lab03_number_formats") + " \"$@\"");
+               "echo $$ > \"$LABPID\"; sleep 2; exec " + q(labs.real("lab03_number_formats")) + " \"$@\"");
   const auto s = stop_walk(labs, "quiz --quick --device cpu --only 3", "1/1 · lab", "INT");
   CHECK(has(s.r.err, "stopping after this lab (Ctrl-C again to stop now)\n"));
   CHECK(s.lab_alive_at_message);  // said while the lab still ran, not after it
