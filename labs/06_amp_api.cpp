@@ -11,6 +11,8 @@
 //       (all three precisions run whatever --dtype says; on CUDA, bf16 where the GPU supports it)
 // --flip: the resumed runs load model and optimizer but start with a fresh scaler. fp32 and bf16 (scaler
 //         disabled, no state) still resume bit for bit, fp16 does not: check resume-bitwise fails.
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -214,6 +216,25 @@ std::string second_unscale_error(const torch::nn::Sequential& start, const Data&
   return "";
 }
 
+// SIGXFSZ ignored while the lab writes its checkpoint: a file-size limit (ulimit -f) then fails the write
+// with EFBIG, which amp::save_checkpoint reports as one line ("File too large") and the scratch folder is
+// removed as the error unwinds, where the signal's default action killed the lab and left the folder.
+class FileSizeLimitAsError {
+ public:
+  FileSizeLimitAsError() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGXFSZ, &ignore, &before_);
+  }
+  ~FileSizeLimitAsError() { ::sigaction(SIGXFSZ, &before_, nullptr); }
+  FileSizeLimitAsError(const FileSizeLimitAsError&) = delete;
+  FileSizeLimitAsError& operator=(const FileSizeLimitAsError&) = delete;
+
+ private:
+  struct sigaction before_ {};
+};
+
 Result measure(const lab::Context& ctx) {
   Result m{.ctx = ctx, .steps = ctx.size(200, 600, 80)};
   Data d;
@@ -226,6 +247,7 @@ Result measure(const lab::Context& ctx) {
     d.y = teacher->forward(d.x).argmax(/*dim=*/1);
   }
   m.initial_loss = loss64(start, d);
+  const FileSizeLimitAsError file_size_limit;
   const lab::ScratchFile ckpt("amp_lab_06", ".pt");  // in a private folder, removed however the lab ends
   // fp16 first, so that an fp32 run can then skip the very steps fp16's scaler skipped: like for like.
   const RunResult fp16 = run_precision({"fp16", torch::kHalf}, start, d, m.steps, ckpt, ctx.flip, m);

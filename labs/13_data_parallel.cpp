@@ -319,17 +319,26 @@ void run_as_job_rank(const lab::JobEnv& job, const std::string& gloo_host, std::
                      Result& m) {
   m.where = fmt::format("rank {} of a job at {}:{}", job.rank, job.master_addr, job.master_port);
   const bool hosts_store = job.rank == 0 && !job.agent_store;
+  lab::quiet_c10d_warnings();  // a timeout is said once, below, naming the rank at fault
   const auto store = lab::connect_store(job.master_addr, job.master_port, hosts_store, timeout);
+  // Every rank there before the process group: one that never came is named, not Gloo's missing key.
+  lab::await_ranks(*store, job.rank, m.world, timeout);
   const torch::Device device =
       m.ctx.cuda() ? torch::Device(torch::kCUDA, job.rank % torch::cuda::device_count()) : m.ctx.device;
-  serve_as_rank({.rank = job.rank,
-                 .world = m.world,
-                 .device = device,
-                 .steps = m.steps,
-                 .seed = m.ctx.seed,
-                 .flip = m.ctx.flip},
-                store, gloo_host, timeout);
-  fetch(*store, m);
+  try {
+    serve_as_rank({.rank = job.rank,
+                   .world = m.world,
+                   .device = device,
+                   .steps = m.steps,
+                   .seed = m.ctx.seed,
+                   .flip = m.ctx.flip},
+                  store, gloo_host, timeout);
+    fetch(*store, m);
+  } catch (const lab::UsageError&) {
+    throw;
+  } catch (const std::exception& e) {  // a collective or a store read timed out, or a rank failed
+    throw std::runtime_error(lab::job_failure(*store, job.rank, m.world, timeout, e));
+  }
   if (!job.agent_store) lab::store_barrier(*store, "amp-lab/dp/read", job.rank, m.world, timeout);
 }
 

@@ -25,6 +25,7 @@
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
+#include "amp/distributed.h"
 #include "amp_lab_paths.h"
 #include "lab/ranks.h"
 #include "lab_test_support.h"
@@ -362,6 +363,33 @@ TEST_CASE("launched as torchrun launches ranks (rank 0 hosts the store), every r
   for (const char* key : {"ddp_skipped", "local_disagree_steps", "local_drift", "global_drift"})
     CHECK(r0.value(key) == r1.value(key));
   CHECK(rank0.out().find("rank 0 of a job at 127.0.0.1") != std::string::npos);
+}
+
+TEST_CASE("in job mode, rank 0 alone names the rank that did not come, in one line without c10d's") {
+  Child rank0({kLab, "--quick", "--device", "cpu"}, {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
+                                                     "MASTER_PORT=" + std::to_string(free_port())});
+  CHECK(rank0.wait(60) == 3);
+  const std::string err = rank0.err();
+  CHECK(lines(err) == 1);  // c10d's two warning lines and "keys: /0/1" before
+  CHECK(err.find("lab failed: rank 1 of 2 did not come within 2 s") != std::string::npos);
+  CHECK(err.find("c10d") == std::string::npos);
+}
+
+TEST_CASE("in job mode, a rank that came and then answered nothing is named, without Gloo's own text") {
+  const int port = free_port();
+  Child rank0({kLab, "--quick", "--device", "cpu"},
+              {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)});
+  // This test is rank 1: it comes and joins the process group, then sends nothing, as a stopped rank.
+  const auto wait = std::chrono::seconds(30);
+  const auto store = lab::connect_store("127.0.0.1", port, /*server=*/false, wait);
+  lab::await_ranks(*store, 1, 2, wait);
+  const auto group = amp::make_gloo_group(store, 1, 2, "127.0.0.1", wait);
+  CHECK(rank0.wait(60) == 3);
+  const std::string err = rank0.err();
+  CHECK(lines(err) == 1);  // was Gloo's "[/__w/pytorch/.../unbound_buffer.cc:78] Timed out waiting ..."
+  CHECK(err.find("lab failed: rank 1 of 2 stopped answering (nothing from it within 2 s)") !=
+        std::string::npos);
+  CHECK(err.find(".cc:") == std::string::npos);
 }
 
 }  // namespace lab13_data_parallel_test

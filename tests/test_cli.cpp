@@ -76,10 +76,25 @@ Result run(const std::string& args, const std::string& input = "", const std::st
   return r;
 }
 
-// Runs a shell script (for redirections run() does not make); returns its exit code.
+// Runs a shell script (for redirections run() does not make); returns its exit code. The script is bash's
+// argument as it is, not put inside another shell's quotes, so the quoting in it is the only one.
 int sh(const std::string& script) {
-  const int status = std::system(("bash -c '" + script + "'").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/bash", "bash", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  int status = 0;
+  while (pid > 0 && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `word` as one word for the shell, in single quotes: the clone's path may hold spaces or any letter.
+std::string q(const std::string& word) {
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -382,6 +397,10 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
        "--answers has " + std::to_string(core.size() + 2) + " letters for " + std::to_string(core.size()) +
            " questions"},
       {"quiz --answers " + std::string(core.size(), 'z'), "'z' is not one of a, b, c, d or s"},
+      {"quiz --only 3 --answers abcdabcd", "--answers has 8 letters for 1 question\n"},  // not "1 questions"
+      {"quiz --only 3,4 --answers a", "--answers has 1 letter for 2 questions\n"},
+      {"quiz --only 3 --answers \xc3\xa9",
+       "--answers: '\xc3\xa9' is not one of a, b, c, d or s"},  // é, not '\xc3'
       {"quiz --dtype fp32", "--dtype must be fp16 or bf16, got 'fp32'"},
       {"quiz --device tpu", "--device must be auto, cpu or cuda, got 'tpu'"},
       {"quiz --seed -3", "--seed must be a non-negative integer below 2^64, got '-3'"},
@@ -473,7 +492,7 @@ TEST_CASE("a FIFO as --quiz is refused with exit 2 instead of waiting for a writ
 }
 
 TEST_CASE("output that cannot be written is an error: stdout on a full disk or closed, --json unwritable") {
-  const std::string bin = AMP_LAB_BINARY_DIR "/bin/";
+  const std::string bin = q(AMP_LAB_BINARY_DIR "/bin/");
   const fs::path err = scratch("write_err_" + std::to_string(::getpid()));
   CHECK(sh(bin + "amp-lab list > /dev/full 2> " + err.string()) == 3);
   CHECK(has(slurp(err), "amp-lab list: cannot write to standard output: No space left on device"));
@@ -494,11 +513,11 @@ TEST_CASE("output that cannot be written is an error: stdout on a full disk or c
 
 TEST_CASE("TERM=dumb gets no colour even on a terminal") {
   const fs::path out = scratch("term_" + std::to_string(::getpid()));
-  const std::string cmd = AMP_LAB_BINARY_DIR "/bin/lab03_number_formats --quick";
+  const std::string cmd = q(AMP_LAB_BINARY_DIR "/bin/lab03_number_formats") + " --quick";
   // script(1) gives the lab a pseudo-terminal, where it would use colour.
-  REQUIRE(sh("TERM=xterm script -qec \"" + cmd + "\" /dev/null > " + out.string()) == 0);
+  REQUIRE(sh("TERM=xterm script -qec " + q(cmd) + " /dev/null > " + q(out.string())) == 0);
   CHECK(has(slurp(out), "\x1b["));  // colour on a terminal: the test can tell
-  REQUIRE(sh("TERM=dumb script -qec \"" + cmd + "\" /dev/null > " + out.string()) == 0);
+  REQUIRE(sh("TERM=dumb script -qec " + q(cmd) + " /dev/null > " + q(out.string())) == 0);
   CHECK_FALSE(has(slurp(out), "\x1b["));
   fs::remove(out);
 }
@@ -715,9 +734,10 @@ TEST_CASE("a full disk under lab 06's checkpoint ends the lab with exit 3 and on
 }
 
 TEST_CASE("a file-size limit under lab 06's checkpoint also ends it with exit 3 and one line") {
-  // ulimit -f needs no privilege; with SIGXFSZ ignored the write fails with EFBIG instead of killing the lab.
+  // ulimit -f needs no privilege. SIGXFSZ keeps its default action here (killing the lab, exit 153, its
+  // scratch folder left behind, until the lab ignored it while it writes): the write fails with EFBIG.
   Folder tmp("amp_lab_cli_fsize");
-  const auto r = lab06("ulimit -f 16; trap \"\" XFSZ; TMPDIR=" + tmp.path.string());
+  const auto r = lab06("ulimit -f 16; TMPDIR=" + tmp.path.string());
   CHECK(r.code == 3);
   CHECK(count(r.err, "\n") == 1);
   CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + tmp.path.string() + "/"));
@@ -932,12 +952,13 @@ TEST_CASE(
   std::ofstream(status.path / "log") << "/path/to/build-ahead.log\n";
   std::ofstream(status.path / "lab08_autocast_policy.failed") << "/path/to/build-ahead.log\n";
   // A stand-in builder: alive until killed; lab 03's build "ends" after 1.5 s.
-  const int code = sh("sleep 60 & echo $! > " + d + "/builder.pid; (sleep 1.5; ln -s " +
-                      labs.real("lab03_number_formats") + " " + labs.folder.path.string() +
-                      "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
-                      "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " AMP_LAB_BINARY_DIR +
-                      "/bin/amp-lab quiz --quick --device cpu --only 3,8 --answers cd > " + d +
-                      "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
+  const int code =
+      sh("sleep 60 & echo $! > " + d + "/builder.pid; (sleep 1.5; ln -s " +
+         q(labs.real("lab03_number_formats")) + " " + labs.folder.path.string() +
+         "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
+         "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " +
+         q(AMP_LAB_BINARY_DIR "/bin/amp-lab") + " quiz --quick --device cpu --only 3,8 --answers cd > " + d +
+         "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
   const std::string out = slurp(status.path / "out");
   CHECK(code == 3);
   CHECK(has(out, "70000"));  // lab 03 ran once built
@@ -949,7 +970,7 @@ TEST_CASE(
 TEST_CASE(
     "on a terminal a slow lab shows a live line that is erased before its report, and a pipe never sees it") {
   FakeLabs labs;
-  labs.replace("lab03_number_formats", "sleep 1.5; exec " + labs.real("lab03_number_formats") + " \"$@\"");
+  labs.replace("lab03_number_formats", "sleep 1.5; exec " + q(labs.real("lab03_number_formats")) + " \"$@\"");
   Terminal t("quiz --quick --device cpu --only 3 --answers c", labs.env());
   REQUIRE(t.expect("running lab 03 number-formats... "));
   REQUIRE(t.expect("Score: 1/1 right"));
@@ -1009,7 +1030,7 @@ TEST_CASE(
     "before the summary") {
   FakeLabs labs;
   labs.replace("lab03_number_formats",
-               "echo $$ > \"$LABPID\"; sleep 2; exec " + labs.real("lab03_number_formats") + " \"$@\"");
+               "echo $$ > \"$LABPID\"; sleep 2; exec " + q(labs.real("lab03_number_formats")) + " \"$@\"");
   const auto s = stop_walk(labs, "quiz --quick --device cpu --only 3", "1/1 · lab", "INT");
   CHECK(has(s.r.err, "stopping after this lab (Ctrl-C again to stop now)\n"));
   CHECK(s.lab_alive_at_message);  // said while the lab still ran, not after it
@@ -1134,12 +1155,87 @@ TEST_CASE("--json naming a file the walk reads is refused before any lab runs, h
   }
 }
 
+TEST_CASE(
+    "--json '' and --json naming the saved progress or its lock are refused up front, there yet or not") {
+  Folder dir("amp_lab_cli_json_progress");
+  const fs::path state = dir.path / "state" / "amp-lab";
+  fs::create_directories(state);  // the folder is there; the files come in the second round
+  const std::string bin = q(AMP_LAB_BINARY_DIR "/bin/amp-lab");
+  for (const bool there : {false, true}) {
+    if (there)
+      std::ofstream(state / "progress.json") << R"({"version": 1, "quiz": {}, "kept": true})"
+                                             << "\n";
+    if (there) std::ofstream(state / "progress.json.lock");
+    const std::string before = there ? slurp(state / "progress.json") : "";
+    for (const std::string& target : {std::string("''"), q((state / "progress.json").string()),
+                                      q((state / "progress.json.lock").string()),
+                                      q((state / ".." / "amp-lab" / "progress.json").string())}) {
+      for (const char* answers : {" --answers c", ""}) {  // a walk that saves answers and one that does not
+        CAPTURE(there);
+        CAPTURE(target);
+        CAPTURE(answers);
+        const int code =
+            sh("cd " + q(dir.path.string()) + " && XDG_STATE_HOME=" + q((dir.path / "state").string()) +
+               " NO_COLOR=1 " + bin + " quiz --quick --device cpu --only 3" + answers + " --json " + target +
+               " < /dev/null > out.txt 2> err.txt");
+        const std::string err = slurp(dir.path / "err.txt");
+        CHECK(code == 2);
+        CHECK(count(err, "\n") == 1);
+        CHECK((has(err, "--json needs a file name, got ''") || has(err, "which this walk reads")));
+        CHECK_FALSE(has(slurp(dir.path / "out.txt"), "━━"));  // before the first lab
+        CHECK(fs::exists(state / "progress.json") == there);
+        if (there) CHECK(slurp(state / "progress.json") == before);
+      }
+    }
+  }
+}
+
+TEST_CASE("exercise and check: a folder at the learner's path, --dir kept in suggestions, paths escaped") {
+  Folder dir("amp_lab_cli_exercise");
+  const std::string ws = (dir.path / "ws").string();
+  const auto started = run("exercise 09 --dir " + q(ws));
+  REQUIRE(started.code == 0);
+  CHECK(has(started.out, "amp-lab check 09 --dir " + ws + " "));
+  const size_t at = started.out.find("your file: ");
+  REQUIRE(at != std::string::npos);
+  const fs::path file = started.out.substr(at + 11, started.out.find('\n', at) - at - 11);
+  REQUIRE(fs::is_regular_file(file));
+  // A folder where the learner's file goes: both commands say so, neither sends the learner to the other.
+  fs::remove(file);
+  fs::create_directory(file);
+  for (const std::string command : {"exercise", "check"}) {
+    CAPTURE(command);
+    const auto r = run(command + " 09 --dir " + q(ws));
+    CHECK(r.code == 2);
+    CHECK(r.err ==
+          "amp-lab " + command + ": " + file.string() +
+              " is a directory, not your exercise file: move it away, or use --dir another folder\n");
+  }
+  // No file yet in another workspace: the command suggested names that workspace.
+  const std::string empty = (dir.path / "empty ws").string();
+  fs::create_directories(empty);
+  const auto none = run("check 09 --dir " + q(empty));
+  CHECK(none.code == 2);
+  CHECK(has(none.err, "yet: start with amp-lab exercise 09 --dir '" + empty + "'\n"));
+  // A folder name with ESC in it is printed escaped.
+  const auto esc = run("exercise 09 --dir " + q((dir.path / "e\x1b[31m").string()));
+  CHECK(esc.code == 0);
+  CHECK(inert(esc.out));
+  CHECK(has(esc.out, "e\\x1b[31m/"));
+  // A workspace that cannot be written: the cause, and exit 2 (the exercises' codes are 0, 1 and 2).
+  const auto unwritable = run("exercise 09 --dir /proc/self");
+  CHECK(unwritable.code == 2);
+  CHECK(has(unwritable.err, "amp-lab exercise: cannot write /proc/self/"));
+  CHECK(count(unwritable.err, ": ") == 2);  // "amp-lab exercise: cannot write FILE: <strerror>"
+  CHECK(count(unwritable.err, "\n") == 1);
+}
+
 // ---- Output that cannot be written, echoed input -----------------------------------------------------
 
 TEST_CASE(
     "help and version to a full disk or a closed stdout fail with one line, and a lab's write error shows "
     "once") {
-  const std::string bin = AMP_LAB_BINARY_DIR "/bin/";
+  const std::string bin = q(AMP_LAB_BINARY_DIR "/bin/");
   const fs::path err = scratch("help_err");
   const std::string commands[] = {"amp-lab --version",    "amp-lab --help",
                                   "amp-lab help",         "amp-lab run --help",
@@ -1161,13 +1257,49 @@ TEST_CASE(
   fs::remove(err);
 }
 
+TEST_CASE("every command's --help keeps every character at any width, for default quiz paths of any length") {
+  const auto ink = [](const std::string& text) {  // the text without blanks: what wrapping must not change
+    std::string out;
+    for (char c : text)
+      if (c != ' ' && c != '\n') out += c;
+    return out;
+  };
+  const std::pair<std::string, std::string> commands[] = {
+      {"amp-lab", "quiz --help"},     {"amp-lab", "list --help"},        {"amp-lab", "progress --help"},
+      {"amp-lab", "glossary --help"}, {"amp-lab", "exercises --help"},   {"amp-lab", "exercise --help"},
+      {"amp-lab", "check --help"},    {"amp-lab", "watch --help"},       {"amp-lab", "info --help"},
+      {"amp-lab", "run 3 --help"},    {"lab03_number_formats", "--help"}};
+  for (const auto& [program, args] : commands) {
+    const auto wide = run(args, "", program, "COLUMNS=1000");
+    CAPTURE(args);
+    REQUIRE(wide.code == 0);
+    for (const size_t width : {40, 57, 80, 111, 200}) {
+      CAPTURE(width);
+      const auto r = run(args, "", program, "COLUMNS=" + std::to_string(width));
+      CHECK(ink(r.out) == ink(wide.out));
+      std::istringstream lines(r.out);
+      for (std::string line; std::getline(lines, line);)  // a line too wide is one word alone
+        if (line.size() > width) CHECK(line.find(' ', line.find_first_not_of(' ')) == std::string::npos);
+    }
+  }
+  // The default quiz path is the clone's: every length from 1 to 200 at the default width, 80.
+  for (size_t length = 1; length <= 200; ++length) {
+    const std::string path = "/" + std::string(length - 1, 'q');
+    const auto r = run("quiz --help", "", "amp-lab", "AMP_LAB_QUIZ=" + path);
+    if (!has(ink(r.out), "(default:" + path + ")")) {
+      CAPTURE(length);
+      CHECK(r.out == "the help text with (default: " + path + ")");
+    }
+  }
+}
+
 TEST_CASE("quiz --help quotes AMP_LAB_QUIZ: escape bytes come out inert and a 100 KB value is cut") {
   const auto r = run("quiz --help", "", "amp-lab");
   REQUIRE(r.code == 0);
   const fs::path out = scratch("help_out");
   REQUIRE(sh("AMP_LAB_QUIZ=\"$(printf \"\\033[2J\\033]0;pwned\\007\")$(head -c 100000 /dev/zero | tr "
-             "\"\\\\0\" x)\" " AMP_LAB_BINARY_DIR "/bin/amp-lab quiz --help > " +
-             out.string()) == 0);
+             "\"\\\\0\" x)\" " +
+             q(AMP_LAB_BINARY_DIR "/bin/amp-lab") + " quiz --help > " + out.string()) == 0);
   const std::string help = slurp(out);
   fs::remove(out);
   CHECK(inert(help));

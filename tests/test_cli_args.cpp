@@ -86,3 +86,67 @@ TEST_CASE("--device and --dtype names are checked, and quoted escaped in the mes
                     "--device must be auto, cpu or cuda, got '\\x1b[2Jtpu'");
   CHECK_THROWS_WITH(parse({"--dtype", "fp32\n"}), "--dtype must be fp16 or bf16, got 'fp32\\n'");
 }
+
+namespace {
+
+// The text without its blanks: wrapping may move words to other lines, never change or lose a character.
+std::string ink(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    if (c != ' ' && c != '\n') out += c;
+  return out;
+}
+
+// Options as the commands make them, with `path` where a command shows a default path (the quiz file,
+// the exercises' workspace) and in a cxxopts default value.
+cxxopts::Options options_with(const std::string& path) {
+  cxxopts::Options options("amp-lab quiz",
+                           "Take the mixed-precision quiz; every question runs its lab first.");
+  lab::add_context_options(options);
+  options.add_options()("answers",
+                        "answer without prompts: one letter per question, s to skip (e.g. acbdbbcd)",
+                        cxxopts::value<std::string>())(
+      "track", "the questions to walk: core (the default, 8 questions), recipes (4), scale (2), or all",
+      cxxopts::value<std::string>())("quiz", "the quiz file (default: " + path + ")",
+                                     cxxopts::value<std::string>())(
+      "dir", "the workspace folder (default: " + path + "/workspace)", cxxopts::value<std::string>())(
+      "log", "where the log goes", cxxopts::value<std::string>()->default_value(path))(
+      "a-very-long-option-name-for-the-label", "its description on the lines below");
+  lab::add_lab_options(options);
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "help text loses no character at any width from 40 to 200, for default paths of 1 to 200 characters") {
+  // cxxopts' own wrapper dropped the character before a break when a word ended at the width: the default
+  // quiz path of a clone of the right length lost its ")".
+  size_t renders = 0, lost = 0, too_wide = 0;
+  std::string first_lost, first_too_wide;
+  for (size_t length = 1; length <= 200; ++length) {
+    const std::string path = "/" + std::string(length - 1, 'p');
+    const cxxopts::Options options = options_with(path);
+    const std::string whole = lab::help_text(options, 0);  // 0: no width, nothing wrapped
+    REQUIRE(whole.find("(default: " + path + ")") != std::string::npos);
+    for (size_t width = 40; width <= 200; ++width) {
+      const std::string text = lab::help_text(options, width);
+      const std::string at = "path of " + std::to_string(length) + ", width " + std::to_string(width) + ":\n";
+      if (ink(text) != ink(whole) && lost++ == 0) first_lost = at + text;
+      // Every line fits, unless it is one word too wide for any line (a long path), alone after the indent.
+      for (size_t b = 0, e; b < text.size(); b = e + 1) {
+        e = text.find('\n', b);
+        const std::string line = text.substr(b, e - b);
+        if (line.size() > width && line.find(' ', line.find_first_not_of(' ')) != std::string::npos &&
+            too_wide++ == 0)
+          first_too_wide = at + line;
+      }
+      ++renders;
+    }
+  }
+  CAPTURE(first_lost);
+  CAPTURE(first_too_wide);
+  CHECK(lost == 0);
+  CHECK(too_wide == 0);
+  CHECK(renders == 200 * 161);
+}

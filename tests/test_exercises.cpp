@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -125,4 +126,14 @@ TEST_CASE("every hint of the exercise is shown for the starter or a wrong soluti
     INFO("hint " << h.id);
     CHECK((seen || catch_all));
   }
+}
+
+TEST_CASE("a learner's code that crashes the lab is named by its signal, not by an exit code") {
+  const auto& e = the_exercise();
+  // run_to_files reports signal N as 128+N; with nothing on stderr the verdict names how the lab ended.
+  const runner::Verdict crashed = runner::verdict_from_run(e, "", 128 + SIGSEGV, "");
+  CHECK(crashed.kind == runner::Verdict::LabError);
+  CHECK(crashed.output == "segmentation fault (signal 11)");
+  CHECK(runner::verdict_from_run(e, "", 128 + SIGABRT, "").output == "aborted (signal 6)");
+  CHECK(runner::verdict_from_run(e, "", 3, "").output == "exit code 3");
 }

@@ -79,6 +79,13 @@ size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// {"a": {"a": ... 1 ...}}, `depth` objects deep: well-formed JSON.
+std::string nested_objects(int depth) {
+  std::string text;
+  for (int i = 0; i < depth; ++i) text += "{\"a\": ";
+  return text + "1" + std::string(static_cast<size_t>(depth), '}');
+}
+
 // The files set aside beside progress.json.
 std::vector<fs::path> set_aside(const fs::path& state) {
   std::vector<fs::path> out;
@@ -246,7 +253,12 @@ TEST_CASE("a file that is not amp-lab's progress is set aside with one warning, 
       {"question number", R"({"version": 1, "quiz": {"core": {"questions": {"x": {}}}}})"},
       {"outcome or answer", R"({"version": 1, "quiz": {"core": {"questions": {"1":
           {"id": "q1", "outcome": "maybe", "hints": 0, "at": "t"}}}}})"},
-      {"not JSON", std::string(1'000'000, '[')},  // deep nesting: no stack overflow
+      {"nested more than 32 levels deep", std::string(1'000'000, '[')},  // no stack overflow
+      // Well-formed but deep, in a key kept as found: copying it overflowed the stack (SIGSEGV).
+      {"nested more than 32 levels deep",
+       R"({"version": 1, "quiz": {}, "theme": )" + std::string(50'000, '[') + std::string(50'000, ']') + "}"},
+      {"nested more than 32 levels deep",
+       R"({"version": 1, "quiz": {}, "exercises": {"x": )" + nested_objects(50'000) + "}}"},
       {"larger than", std::string(5 << 20, ' ')},
   };
   for (const auto& [reason, text] : cases) {

@@ -394,3 +394,21 @@ TEST_CASE("every question in quiz.yaml explains each wrong option, and no hint g
     for (const auto& option : q["options"]) CHECK(hint.find(option.as<std::string>()) == std::string::npos);
   }
 }
+
+TEST_CASE("anchors and aliases are refused before the tree is walked: a cycle or an alias bomb is one line") {
+  // A self-referencing alias made the tag check recurse until the stack overflowed (SIGSEGV).
+  CHECK(error_for("self-alias", "title: x\nquestions: []\nloop: &l [*l]\n", "", "") ==
+        ":3:7: syntax: anchors and aliases (&name, *name) are not allowed in a quiz file");
+  // "Billion laughs": ten levels of ten aliases, 10^10 nodes once followed; it hung the loader.
+  std::string bomb = "title: T\nquestions: []\na0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i < 10; ++i) {
+    std::string refs;
+    for (int k = 0; k < 10; ++k) refs += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + refs + "]\n";
+  }
+  CHECK(error_for("alias-bomb", bomb, "", "") ==
+        ":3:5: syntax: anchors and aliases (&name, *name) are not allowed in a quiz file");
+  // An anchor alone, even one never used, is refused the same way: a quiz file has no use for either.
+  CHECK(error_for("anchor", kGood, "[A, B, C, D]", "&o [A, B, C, D]") ==
+        ":6:14: syntax: anchors and aliases (&name, *name) are not allowed in a quiz file");
+}

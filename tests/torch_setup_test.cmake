@@ -65,7 +65,7 @@ function(configure build)  # configure(<build folder> [VAR=value...] [ARGS -D...
   set(proj ${fake}/project)
   file(MAKE_DIRECTORY ${proj})
   file(WRITE ${proj}/CMakeLists.txt "cmake_minimum_required(VERSION 3.18)\nproject(fake NONE)\n"
-       "include(${SOURCE_DIR}/cmake/AmpLabTorch.cmake)\namp_lab_prepare_torch()\n"
+       "include(\"${SOURCE_DIR}/cmake/AmpLabTorch.cmake\")\namp_lab_prepare_torch()\n"
        "message(STATUS \"RESULT cuda=\${AMP_LAB_TORCH_CUDA} root=\${CUDA_TOOLKIT_ROOT_DIR} \"\n"
        "  \"nvcc=\${CMAKE_CUDA_COMPILER} arch=\${TORCH_CUDA_ARCH_LIST} nvrtc=\${CUDA_nvrtc_LIBRARY} \"\n"
        "  \"math=\${_amp_lab_cuda_math_include}\")\n")

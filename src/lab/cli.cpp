@@ -89,9 +89,12 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     check_argv(argc, argv);
     auto args = options.parse(argc, argv);
     if (flag(args, "help")) {
-      std::cout << options.help() << "\n"
-                << wrap("Exit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.",
-                        terminal_width())
+      const size_t width = terminal_width();
+      std::cout << help_text(options, width) << "\n"
+                << paragraph(
+                       "",
+                       "Exit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.",
+                       width, 0)
                 << "\n";
       try {
         flush_stdout();  // help to a full disk is a failed write, not a silent success

@@ -75,6 +75,68 @@ std::vector<int> parse_question_list(const std::string& text, int count, const s
   return parse_question_list(text, valid, flag_name);
 }
 
+namespace {
+
+// "  -h, --help", "      --quiz arg": the option's names as cxxopts writes them.
+std::string option_label(const cxxopts::HelpOptionDetails& o) {
+  const std::string& l = o.l.empty() ? std::string() : o.l.front();
+  std::string label = "  " + (o.s.empty() ? std::string("   ") : "-" + o.s + (l.empty() ? "" : ","));
+  if (!l.empty()) label += " --" + l;
+  if (!o.is_boolean) label += " " + (o.arg_help.empty() ? std::string("arg") : o.arg_help);
+  return label;
+}
+
+std::string option_description(const cxxopts::HelpOptionDetails& o) {
+  if (!o.has_default || (o.is_boolean && o.default_value == "false")) return o.desc;
+  return o.desc + " (default: " + (o.default_value.empty() ? "\"\"" : o.default_value) + ")";
+}
+
+void append_lines(std::string& out, const std::vector<std::string>& lines) {
+  for (const auto& line : lines) out += line + "\n";
+}
+
+}  // namespace
+
+std::string help_text(const cxxopts::Options& options, size_t width) {
+  // cxxopts 3.1.1's own wrapper loses the character before a break when a word ends at the width (a
+  // default path of the clone's length lost its ")"), so only its header (description and usage line,
+  // asked for with a group that does not exist) comes from cxxopts, and every line is wrapped here.
+  const std::string head = options.help({std::string("\x01")});
+  std::string out;
+  for (size_t start = 0; start < head.size();) {
+    const size_t end = std::min(head.find('\n', start), head.size());
+    const std::string line = head.substr(start, end - start);
+    const size_t indent = line.find_first_not_of(' ');
+    if (indent != std::string::npos)
+      append_lines(out, wrap_lines(line.substr(indent), width, std::string(indent, ' '),
+                                   std::string(indent + 2, ' ')));
+    start = end + 1;
+  }
+  constexpr size_t kLongestLabel = 30, kGap = 2, kLeastRoom = 24;
+  for (const auto& group : options.groups()) {
+    const auto& details = options.group_help(group);
+    out += "\n";
+    if (!group.empty()) out += " " + group + " options:\n";
+    size_t column = 0;
+    for (const auto& o : details.options) column = std::max(column, option_label(o).size());
+    column = std::min(column, kLongestLabel) + kGap;
+    // A narrow screen gives the descriptions the whole width below their option, indented a little.
+    const size_t hang = width > 0 && width < column + kLeastRoom ? 6 : column;
+    for (const auto& o : details.options) {
+      const std::string label = option_label(o);
+      if (label.size() + kGap > hang) {
+        out += label + "\n";
+        append_lines(
+            out, wrap_lines(option_description(o), width, std::string(hang, ' '), std::string(hang, ' ')));
+      } else {
+        append_lines(out, wrap_lines(option_description(o), width,
+                                     label + std::string(hang - label.size(), ' '), std::string(hang, ' ')));
+      }
+    }
+  }
+  return out;
+}
+
 void add_context_options(cxxopts::Options& options) {
   options.add_options()("device", "auto, cpu or cuda (auto picks CUDA when present)",
                         cxxopts::value<std::string>()->default_value("auto"))(

@@ -44,6 +44,12 @@ std::vector<int> parse_question_list(const std::string& text, const std::vector<
 std::vector<int> parse_question_list(const std::string& text, int count,
                                      const std::string& flag_name = "--only");
 
+// The --help text of `options` laid out in `width` columns (lab::terminal_width()): its description and
+// usage line, then each option with its description (and default) wrapped at word boundaries under a
+// hanging indent. No character is lost or split, whatever the width or the length of a default path; a
+// word wider than the room keeps a line of its own.
+std::string help_text(const cxxopts::Options& options, size_t width);
+
 // --device auto|cpu|cuda, --dtype fp16|bf16, --seed N, --quick, --flip
 void add_context_options(cxxopts::Options& options);
 // --json, --no-color, -h/--help: the rest of a lab's command line.

@@ -20,6 +20,7 @@
 #include <memory>
 #include <thread>
 
+#include <c10/util/Logging.h>
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 // The store's wire protocol (QueryType, the magic number): c10d/TCPStoreBackend.hpp up to torch 2.13,
@@ -612,6 +613,68 @@ void store_barrier(c10d::Store& store, const std::string& key, int rank, int wor
       throw std::runtime_error(fmt::format("not every rank had read the results after {}", seconds(timeout)));
     std::this_thread::sleep_for(milliseconds(20));
   }
+}
+
+// ---- One rank of a job: who is at fault ----------------------------------------------------------------
+
+void quiet_c10d_warnings() {
+  // c10d's logger consults c10's level (torch/csrc/distributed/c10d/logging.cpp): 2 is ERROR and above.
+  FLAGS_caffe2_log_level = std::max(FLAGS_caffe2_log_level, 2);
+}
+
+namespace {
+
+// "rank 1 of 2", "ranks 1 and 3 of 4".
+std::string ranks_of(const std::vector<int>& ranks, int world) {
+  std::string list;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", list, world);
+}
+
+// Sets `what`/<rank>, then waits until `deadline` for every other rank's; returns the ranks missing then.
+std::vector<int> missing_ranks(c10d::Store& store, const std::string& what, int rank, int world,
+                               Clock::time_point deadline) {
+  store.set(fmt::format("amp-lab/job/{}/{}", what, rank), std::vector<uint8_t>{1});
+  std::vector<int> missing;
+  for (;;) {
+    missing.clear();
+    for (int r = 0; r < world; ++r)
+      if (r != rank && !store.check({fmt::format("amp-lab/job/{}/{}", what, r)})) missing.push_back(r);
+    if (missing.empty() || Clock::now() >= deadline) return missing;
+    std::this_thread::sleep_for(milliseconds(std::min(50, millis_left(deadline))));
+  }
+}
+
+// e's line without a leading "[/path/to/gloo/...cc:78] ".
+std::string without_source_path(const std::exception& e) {
+  std::string line = one_line(e);
+  if (line.rfind("[", 0) == 0 && line.find(".cc:") < line.find("] ") && line.find("] ") != std::string::npos)
+    line = line.substr(line.find("] ") + 2);
+  return line;
+}
+
+}  // namespace
+
+void await_ranks(c10d::Store& store, int rank, int world, milliseconds timeout) {
+  const std::vector<int> missing = missing_ranks(store, "here", rank, world, Clock::now() + timeout);
+  if (!missing.empty())
+    throw std::runtime_error(fmt::format(
+        "{} did not come within {}: is it running, with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE?",
+        ranks_of(missing, world), seconds(timeout)));
+}
+
+std::string job_failure(c10d::Store& store, int rank, int world, milliseconds timeout,
+                        const std::exception& e) {
+  std::vector<int> silent;
+  try {
+    silent = missing_ranks(store, "alive", rank, world, Clock::now() + timeout);
+  } catch (const std::exception&) {  // the store itself does not answer: rank 0 hosts it
+    if (rank != 0) silent = {0};
+  }
+  if (silent.empty()) return without_source_path(e);
+  return fmt::format("{} stopped answering (nothing from it within {})", ranks_of(silent, world),
+                     seconds(timeout));
 }
 
 }  // namespace lab

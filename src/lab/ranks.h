@@ -51,6 +51,16 @@ struct JobEnv {
 // missing, malformed or out-of-range one (WORLD_SIZE outside [2, max_world]) throws UsageError.
 std::optional<JobEnv> job_env(int max_world);
 
+// One rank of a job, what went wrong said in one line naming the rank at fault, without c10d's or Gloo's
+// own text. quiet_c10d_warnings() keeps c10d's warning lines (a store read's timeout) off stderr;
+// await_ranks() has every rank say it came and wait, at most `timeout`, for the others, naming those that
+// did not (std::runtime_error); job_failure() is the line for `e`, which ended this rank's part: the ranks
+// that do not answer within `timeout` (stopped, killed, gone), else e's own line without Gloo's source path.
+void quiet_c10d_warnings();
+void await_ranks(c10d::Store& store, int rank, int world, std::chrono::milliseconds timeout);
+std::string job_failure(c10d::Store& store, int rank, int world, std::chrono::milliseconds timeout,
+                        const std::exception& e);
+
 // The c10d TCPStore at host:port. A server binds port (0: a free one) on this machine. A client first
 // resolves host, connects (retrying while nothing listens yet, as rank 0 may start later) and checks that
 // a TCPStore answers its handshake, all within `timeout`, so a master that is unreachable, silent or no

@@ -425,4 +425,26 @@ std::string count_of(long long k, long long n) {
   return fmt::format("{} of {}", k, n);
 }
 
+std::string character_at(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const size_t n = c < 0xC0 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  const std::string_view whole = s.substr(i, n);
+  return std::string(whole.size() == n && invalid_utf8_at(whole) == std::string_view::npos ? whole
+                                                                                           : s.substr(i, 1));
+}
+
+std::string shell_word(const std::string& s) {
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
+          std::string::npos)
+    return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return escape(out + "'", 200);
+}
+
+std::string counted(size_t n, std::string_view noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 }  // namespace lab

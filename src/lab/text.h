@@ -82,6 +82,17 @@ std::string escape(std::string_view input, size_t max_glyphs = 120);
 // already escaped are not escaped twice; cut after `max_glyphs`.
 std::string safe_line(std::string_view message, size_t max_glyphs = 400);
 
+// The character that starts at byte `i` of `s`: all its bytes when they are well-formed UTF-8 ("é", not
+// its first byte), else the one byte, for quote() to show as "\xc3".
+std::string character_at(std::string_view s, size_t i);
+
+// A word for a shell, for a command a message suggests: as it is when it holds nothing the shell would act
+// on, else in single quotes; escaped like escape() and cut after 200 glyphs.
+std::string shell_word(const std::string& s);
+
+// "1 question", "8 questions": `n` and the noun, with an "s" unless n is 1.
+std::string counted(size_t n, std::string_view noun);
+
 // Byte offset of the first byte that does not belong to well-formed UTF-8 (overlong forms, surrogates and
 // code points above U+10FFFF included), or std::string_view::npos when all of it is UTF-8.
 size_t invalid_utf8_at(std::string_view s);

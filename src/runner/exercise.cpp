@@ -6,11 +6,25 @@
 #include "runner/exercise.h"
 
 #include <algorithm>
+#include <cctype>
+#include <csignal>
+#include <cstring>
 
 #include "runner/exercise_source.h"
 
 namespace runner {
 namespace {
+
+// How the lab's process ended, for the learner: signal N (reported as 128+N) by its name as strsignal
+// gives it, "segmentation fault (signal 11)", not "exit code 139".
+std::string ended_by(int exit_code) {
+  const int signo = exit_code - 128;
+  const char* name = signo > 0 && signo < NSIG ? ::strsignal(signo) : nullptr;
+  if (!name) return "exit code " + std::to_string(exit_code);
+  std::string text = name;
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text + " (signal " + std::to_string(signo) + ")";
+}
 
 using H = ExerciseHint;
 
@@ -205,7 +219,7 @@ Verdict verdict_from_run(const ExerciseInfo& e, const std::string& json_text, in
       if (end > b) last = stderr_text.substr(b, end - b);
       b = end + 1;
     }
-    v.output = last.empty() ? "exit code " + std::to_string(exit_code) : last;
+    v.output = last.empty() ? ended_by(exit_code) : last;
     v.hints = matching_hints(e, nullptr, v.output);
     return v;
   }

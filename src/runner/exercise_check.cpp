@@ -126,7 +126,7 @@ void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v,
     out << v.output;
     if (!v.output.empty() && v.output.back() != '\n') out << "\n";
     out << style.bold(fmt::format("does not build: {} (the compiler's messages above, {:.1f} s)",
-                                  learner_path, v.build_s))
+                                  lab::escape(learner_path, 1024), v.build_s))
         << "\n";
     return;
   }

@@ -4,7 +4,9 @@
 #include <poll.h>
 #include <signal.h>
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -55,15 +57,37 @@ fs::path workspace_of(const cxxopts::ParseResult& args) {
   return args.count("dir") ? fs::path(args["dir"].as<std::string>()) : default_workspace();
 }
 
+// A path as printed: escaped (a name may hold ESC or other control bytes), whole up to 1024 glyphs.
+std::string shown(const fs::path& p) {
+  return lab::escape(p.string(), 1024);
+}
+
+// " --dir X" when the command was given --dir, so that a suggested command names the same workspace.
+std::string dir_flag(const cxxopts::ParseResult& args) {
+  return args.count("dir") ? " --dir " + lab::shell_word(args["dir"].as<std::string>()) : "";
+}
+
+// Something other than a file where the learner's file goes (a folder): `exercise` would keep it and
+// `check` would send the learner back to `exercise`, so both say what is wrong instead.
+void refuse_non_file(const fs::path& p) {
+  std::error_code ec;
+  const auto st = fs::symlink_status(p, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(fs::status(p, ec)))
+    throw lab::UsageError(
+        fmt::format("{} is {}, not your exercise file: move it away, or use --dir another folder", shown(p),
+                    fs::is_directory(st) ? "a directory" : "not a regular file"));
+}
+
 // The learner's file: --file, else the workspace's copy of the starter, which must exist.
 std::string learner_path(const cxxopts::ParseResult& args, const ExerciseInfo& e) {
   const fs::path p =
       args.count("file") ? fs::path(args["file"].as<std::string>()) : workspace_file(workspace_of(args), e);
+  if (!args.count("file")) refuse_non_file(p);
   std::error_code ec;
   if (!fs::is_regular_file(p, ec))
-    throw lab::UsageError(args.count("file")
-                              ? fmt::format("no file {}", lab::quote(p.string(), 200))
-                              : fmt::format("no {} yet: start with amp-lab exercise {}", p.string(), e.id));
+    throw lab::UsageError(args.count("file") ? fmt::format("no file {}", lab::quote(p.string(), 200))
+                                             : fmt::format("no {} yet: start with amp-lab exercise {}{}",
+                                                           shown(p), e.id, dir_flag(args)));
   return p.string();
 }
 
@@ -107,7 +131,7 @@ int exit_code_of(const Verdict& v) {
 
 Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& path, bool full,
                    bool color) {
-  std::cout << fmt::format("exercise {} ({}) · {}\n", e.id, e.title, path) << std::flush;
+  std::cout << fmt::format("exercise {} ({}) · {}\n", e.id, e.title, shown(path)) << std::flush;
   const Verdict v = check_exercise(build, e, path, full);
   print_verdict(std::cout, e, v, path, color);
   std::cout << std::flush;
@@ -137,7 +161,8 @@ std::string snapshot(const std::string& path) {
 int cmd_exercises(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab exercises", "List the exercises and where you are with each.");
   const auto args = parse(options, argc, argv);
-  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  if (lab::flag(args, "help"))
+    return std::cout << lab::help_text(options, lab::terminal_width()), lab::kExitPass;
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   auto s = default_progress_store();  // shared with the quiz's; none without a home
@@ -164,7 +189,8 @@ int cmd_exercise(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab exercise", "Start an exercise: copy its starter into the workspace.");
   options.add_options()("solution", "show the lab's own code for it (recorded in your progress)");
   const auto args = parse(options, argc, argv);
-  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  if (lab::flag(args, "help"))
+    return std::cout << lab::help_text(options, lab::terminal_width()), lab::kExitPass;
   const ExerciseInfo& e = exercise_arg(args, "exercise");
   const fs::path source = AMP_LAB_SOURCE_DIR;
   if (lab::flag(args, "solution")) {
@@ -177,21 +203,25 @@ int cmd_exercise(int argc, const char* const* argv) {
     return lab::kExitPass;
   }
   const fs::path dir = workspace_of(args), file = workspace_file(dir, e);
+  refuse_non_file(file);
   std::error_code ec;
-  const bool existed = fs::exists(file, ec);
+  const bool existed = fs::exists(fs::symlink_status(file, ec));
   if (!existed) {
+    // A workspace that cannot be written is the learner's to fix (another --dir): exit 2 with the cause.
     fs::create_directories(dir, ec);
-    if (!write_if_changed(file.string(),
-                          read_text_file((source / "labs/exercises" / (e.stem + ".cpp")).string())))
-      throw ExerciseSourceError(fmt::format("cannot write {}", file.string()));
+    if (ec) throw lab::UsageError(fmt::format("cannot make {}: {}", shown(dir), ec.message()));
+    const std::string starter = read_text_file((source / "labs/exercises" / (e.stem + ".cpp")).string());
+    errno = 0;
+    if (!write_if_changed(file.string(), starter))
+      throw lab::UsageError(
+          fmt::format("cannot write {}: {}", shown(file), std::strerror(errno ? errno : EIO)));
   }
   std::cout << fmt::format("exercise {}: {} (lab {}, labs/{}.cpp)\n", e.id, e.title, e.lab, e.stem)
-            << fmt::format("{} {}\n", existed ? "your file, kept as it was:" : "your file:", file.string())
+            << fmt::format("{} {}\n", existed ? "your file, kept as it was:" : "your file:", shown(file))
             << "Fill in its TODO lines; the lab's own checks judge the result.\n"
-            << fmt::format("  amp-lab check {}{}    build it and run the checks\n", e.id,
-                           args.count("dir") ? " --dir " + dir.string() : "")
+            << fmt::format("  amp-lab check {}{}    build it and run the checks\n", e.id, dir_flag(args))
             << fmt::format("  amp-lab watch {}{}    the same on every save, until they hold\n", e.id,
-                           args.count("dir") ? " --dir " + dir.string() : "")
+                           dir_flag(args))
             << fmt::format("  amp-lab exercise {} --solution    the lab's own code, when you want it\n",
                            e.id);
   record(e, [](nlohmann::json& entry) {
@@ -206,7 +236,8 @@ int cmd_check(int argc, const char* const* argv) {
   options.add_options()("file", "check this file, not the workspace's", cxxopts::value<std::string>())(
       "full", "run the lab in its default mode, not --quick");
   const auto args = parse(options, argc, argv);
-  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  if (lab::flag(args, "help"))
+    return std::cout << lab::help_text(options, lab::terminal_width()), lab::kExitPass;
   const ExerciseInfo& e = exercise_arg(args, "check");
   const std::string path = learner_path(args, e);
   const ExerciseBuild build = the_build();
@@ -219,7 +250,8 @@ int cmd_watch(int argc, const char* const* argv) {
   options.add_options()("file", "watch this file, not the workspace's", cxxopts::value<std::string>())(
       "full", "run the lab in its default mode, not --quick");
   const auto args = parse(options, argc, argv);
-  if (lab::flag(args, "help")) return std::cout << options.help(), lab::kExitPass;
+  if (lab::flag(args, "help"))
+    return std::cout << lab::help_text(options, lab::terminal_width()), lab::kExitPass;
   const ExerciseInfo& e = exercise_arg(args, "watch");
   const std::string path = learner_path(args, e);
   const ExerciseBuild build = the_build();
@@ -233,12 +265,13 @@ int cmd_watch(int argc, const char* const* argv) {
     const Verdict v = check_once(build, e, path, lab::flag(args, "full"), color);
     if (g_stop) break;
     if (v.kind == Verdict::Passed) return lab::kExitPass;
-    std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", path) << std::flush;
+    std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", shown(path))
+              << std::flush;
     while (!g_stop && snapshot(path) == seen) poll(nullptr, 0, 250);
     if (g_stop) break;
     std::cout << "\n";
   }
-  std::cout << fmt::format("stopped; your file is {}\n", path);
+  std::cout << fmt::format("stopped; your file is {}\n", shown(path));
   return 128 + g_stop;
 }
 

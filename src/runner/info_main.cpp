@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
     if (!args.unmatched().empty())
       throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
     if (lab::flag(args, "help"))
-      std::cout << options.help();
+      std::cout << lab::help_text(options, lab::terminal_width());
     else
       runner::print_info(std::cout);
     lab::flush_stdout();

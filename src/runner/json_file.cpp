@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -27,6 +28,12 @@ bool same_file(const struct stat& a, const std::string& other) {
   throw lab::UsageError(fmt::format("--json: cannot write {}: {}", lab::quote(path), why));
 }
 
+std::string resolved(const std::string& path) {
+  std::error_code ec;
+  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
+  return ec ? path : p.string();
+}
+
 std::string folder_of(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
@@ -40,12 +47,19 @@ std::string name_of(const std::string& path) {
 }  // namespace
 
 JsonFile::JsonFile(const std::string& path, const std::vector<Input>& inputs) : path_(path), target_(path) {
+  // '' would be written as a hidden temporary file in the current folder and fail only at the rename,
+  // after the whole walk.
+  if (path.empty()) throw lab::UsageError("--json needs a file name, got ''");
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0) {
-    for (const auto& [input, what] : inputs)
-      if (same_file(st, input))
-        throw lab::UsageError(fmt::format("--json: {} is {}, which this walk reads; write the JSON elsewhere",
-                                          lab::quote(path), what));
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  // An input that does not exist yet (the progress file before the first save, its lock) is compared by
+  // its path, symlinks in its folders resolved; one that exists, by device and inode.
+  const std::string spelt = resolved(path);
+  for (const auto& [input, what] : inputs)
+    if ((exists && same_file(st, input)) || resolved(input) == spelt)
+      throw lab::UsageError(fmt::format("--json: {} is {}, which this walk reads; write the JSON elsewhere",
+                                        lab::quote(path), what));
+  if (exists) {
     if (S_ISDIR(st.st_mode)) refuse(path, "it is a directory");
     if (!S_ISREG(st.st_mode)) {  // /dev/stdout, /dev/null, a FIFO: written in place (nothing to rename)
       // O_NONBLOCK: a FIFO without a reader is refused instead of waiting forever.

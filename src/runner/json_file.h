@@ -14,8 +14,9 @@ using Input = std::pair<std::string, std::string>;
 
 class JsonFile {
  public:
-  // lab::UsageError when `path` is one of `inputs` (the same file, by device and inode: a symlink, a hard
-  // link or another spelling of the path counts) or cannot be written.
+  // lab::UsageError when `path` is empty, is one of `inputs` (the same file, by device and inode: a
+  // symlink, a hard link or another spelling of the path counts; by its path when it does not exist yet)
+  // or cannot be written.
   JsonFile(const std::string& path, const std::vector<Input>& inputs);
   ~JsonFile();  // removes the temporary file unless commit() renamed it
   JsonFile(const JsonFile&) = delete;

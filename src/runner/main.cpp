@@ -135,8 +135,9 @@ int cmd_info(int argc, const char* const* argv) {
 
 int cmd_list(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab list", "List the tracks, their labs and the questions they back.");
-  options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>());
+  options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>())("h,help", "show this help");
   auto args = options.parse(argc, argv);
+  if (lab::flag(args, "help")) return print(lab::help_text(options, lab::terminal_width()));
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz quiz =
@@ -169,8 +170,10 @@ int cmd_list(int argc, const char* const* argv) {
 
 int cmd_progress(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab progress", "What you answered so far, per track.");
-  options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>())("no-color", "plain text");
+  options.add_options()("quiz", "the quiz file", cxxopts::value<std::string>())("no-color", "plain text")(
+      "h,help", "show this help");
   auto args = options.parse(argc, argv);
+  if (lab::flag(args, "help")) return print(lab::help_text(options, lab::terminal_width()));
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   const runner::Quiz quiz =
@@ -186,8 +189,9 @@ int cmd_progress(int argc, const char* const* argv) {
 
 int cmd_glossary(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab glossary", "The terms the labs use.");
-  options.add_options()("no-color", "plain text");
+  options.add_options()("no-color", "plain text")("h,help", "show this help");
   auto args = options.parse(argc, argv);
+  if (lab::flag(args, "help")) return print(lab::help_text(options, lab::terminal_width()));
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
   runner::print_glossary(std::cout, lab::terminal_width(), lab::want_color(lab::flag(args, "no-color")));

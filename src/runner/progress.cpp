@@ -24,6 +24,10 @@ namespace {
 
 constexpr size_t kMaxProgressBytes = 4 << 20;  // thousands of walks' worth; more is not ours
 constexpr auto kLockWait = std::chrono::seconds(5);
+// amp-lab writes 4 levels; the unknown keys it keeps are copied and written out by recursive code
+// (nlohmann's copy and dump), so a deeper file is refused before it is parsed: 50,000 nested brackets in
+// 100 KB overflowed the stack of every command that read the progress.
+constexpr int kMaxProgressDepth = 32;
 
 const char* outcome_name(Outcome o) {
   return o == Outcome::Right ? "right" : o == Outcome::Wrong ? "wrong" : "skipped";
@@ -93,8 +97,32 @@ std::optional<int> number_of(const std::string& key) {
   return std::stoi(key);
 }
 
-// The progress in `j`, or why it is not amp-lab's progress (another schema or version).
-std::optional<Progress> from_json(const nlohmann::json& j, std::string* why) {
+// Whether arrays and objects in the JSON text `text` nest deeper than `limit`, by one pass over its bytes
+// (brackets inside strings do not count); no tree is built.
+bool nested_deeper_than(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+// The progress in `j`, or why it is not amp-lab's progress (another schema or version). What it keeps as
+// found (the exercises, other keys) is moved out of `j`, not copied.
+std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
   if (!j.is_object() || !j.contains("version") || !j.contains("quiz")) {
     *why = "no version and quiz";
     return std::nullopt;
@@ -123,9 +151,9 @@ std::optional<Progress> from_json(const nlohmann::json& j, std::string* why) {
       p.quiz[track][*number] = std::move(*record);
     }
   }
-  if (j.contains("exercises")) p.exercises = j["exercises"];
-  for (const auto& [key, value] : j.items())
-    if (key != "version" && key != "quiz" && key != "exercises") p.other[key] = value;
+  if (j.contains("exercises")) p.exercises = std::move(j["exercises"]);
+  for (auto& [key, value] : j.items())
+    if (key != "version" && key != "quiz" && key != "exercises") p.other[key] = std::move(value);
   return p;
 }
 
@@ -229,6 +257,19 @@ std::string display(const std::filesystem::path& path) {
 
 }  // namespace
 
+std::optional<Progress> parse_progress(const std::string& text, std::string* why) {
+  if (nested_deeper_than(text, kMaxProgressDepth)) {
+    *why = fmt::format("nested more than {} levels deep", kMaxProgressDepth);
+    return std::nullopt;
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    *why = "not JSON";
+    return std::nullopt;
+  }
+  return from_json(j, why);
+}
+
 std::string timestamp(std::time_t when) {
   std::tm utc{};
   ::gmtime_r(&when, &utc);
@@ -319,13 +360,8 @@ std::optional<Progress> ProgressStore::read_locked(bool may_set_aside) {
     text = read_all(fd, &why);
     ::close(fd);
   }
-  if (text) {
-    const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded())
-      why = "not JSON";
-    else if (auto p = from_json(j, &why))
-      return p;
-  }
+  if (text)
+    if (auto p = parse_progress(*text, &why)) return p;
   if (!may_set_aside) {
     warn(fmt::format("{} is not amp-lab's progress ({}); left as it is, its lock not taken", display(file_),
                      why));

@@ -55,6 +55,10 @@ inline constexpr int kProgressVersion = 1;
 // the password database's home); nullopt when there is no home, with the reason in `why`.
 std::optional<std::filesystem::path> default_state_dir(std::string* why = nullptr);
 
+// The progress a file's text holds, or nullopt with why it is not amp-lab's progress (not JSON, nested
+// too deep, another schema or version), as one line.
+std::optional<Progress> parse_progress(const std::string& text, std::string* why);
+
 // UTC now, "2026-11-30T08:03:12Z".
 std::string timestamp(std::time_t when = std::time(nullptr));
 

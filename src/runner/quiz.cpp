@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -85,10 +86,7 @@ size_t control_at(const std::string& s) {
 
 // The character at s[i] for a message: "\x1b", "\u202e".
 std::string char_at(const std::string& s, size_t i) {
-  size_t n = 1;
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  if (c >= 0xC0) n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
-  return lab::quote(s.substr(i, n));
+  return lab::quote(lab::character_at(s, i));
 }
 
 // Blank in any script: only white space (ASCII, no-break, the typographic and ideographic spaces, line
@@ -123,21 +121,34 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-// Where each YAML document starts, from the parser's events alone (no tree is built).
+// Where each YAML document starts and where its first anchor or alias is, from the parser's events alone
+// (no tree is built, so an alias is not followed).
 class DocumentStarts : public YAML::EventHandler {
  public:
   std::vector<YAML::Mark> marks;
+  std::optional<YAML::Mark> anchor;  // the first "&name" or "*name"
   void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
   void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t a) override { anchored(mark, a); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { anchored(mark, 1); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t a, const std::string&) override {
+    anchored(mark, a);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t a,
+                       YAML::EmitterStyle::value) override {
+    anchored(mark, a);
+  }
   void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t a,
+                  YAML::EmitterStyle::value) override {
+    anchored(mark, a);
   }
   void OnMapEnd() override {}
+
+ private:
+  void anchored(const YAML::Mark& mark, YAML::anchor_t a) {
+    if (a != YAML::NullAnchor && !anchor) anchor = mark;
+  }
 };
 
 class Validator {
@@ -363,6 +374,10 @@ YAML::Node parse_one_document(const Validator& v, const std::string& text) {
         v.fail(second, "syntax", "unexpected " + lab::quote(text.substr(second.pos, 1)));
       v.fail(second, "top level", "a second YAML document; a quiz file holds exactly one");
     }
+    // Refused before any tree is built or walked: an alias can make the tree a cycle ("&l [*l]", which
+    // the walks below would follow forever) or expand exponentially ("billion laughs").
+    if (starts.anchor)
+      v.fail(*starts.anchor, "syntax", "anchors and aliases (&name, *name) are not allowed in a quiz file");
     return YAML::Load(text);
   } catch (const YAML::DeepRecursion& e) {
     v.fail(e.mark, "syntax", fmt::format("nested more than {} levels deep", e.depth()));

@@ -36,7 +36,8 @@ cxxopts::Options quiz_options(const std::string& tracks) {
       "reset", "forget the track's saved progress (amp-lab progress shows it)")(
       "json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())(
       "no-color", "plain text (NO_COLOR is honoured too)")(
-      "quiz", "the quiz file (default: " + lab::escape(default_quiz_path()) + ")",
+      // Whole up to 1024 glyphs: a clone's path is often longer than escape()'s usual 120.
+      "quiz", "the quiz file (default: " + lab::escape(default_quiz_path(), 1024) + ")",
       cxxopts::value<std::string>())("h,help", "show this help");
   return options;
 }
@@ -59,9 +60,14 @@ std::string track_list(const std::string& quiz_path) {
 
 int print_help(const cxxopts::ParseResult& args) {
   const std::string path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
+  const size_t width = lab::terminal_width();
   std::cout
-      << quiz_options(track_list(path)).help()
-      << "\nAt a prompt: a-d answers, s skips, h shows a hint, q quits (so do end of input and Ctrl-C).\n";
+      << lab::help_text(quiz_options(track_list(path)), width) << "\n"
+      << lab::paragraph(
+             "",
+             "At a prompt: a-d answers, s skips, h shows a hint, q quits (so do end of input and Ctrl-C).",
+             width, 0)
+      << "\n";
   lab::flush_stdout();
   return lab::kExitPass;
 }
@@ -96,17 +102,6 @@ std::vector<std::string> lab_flags(const lab::ContextArgs& c) {
   if (c.quick) flags.push_back("--quick");
   if (c.flip) flags.push_back("--flip");
   return flags;
-}
-
-// A word for a shell: as it is when it holds nothing the shell would act on, else in single quotes.
-std::string shell_word(const std::string& s) {
-  if (!s.empty() &&
-      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") ==
-          std::string::npos)
-    return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return lab::escape(out + "'", 200);
 }
 
 struct Parsed {
@@ -146,10 +141,13 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   w.only = chosen_questions(args, p.quiz, p.store);
   if (args.count("answers")) {
     w.answers = args["answers"].as<std::string>();
-    for (char c : *w.answers)
-      if (!std::strchr("abcdsABCDS", c))
-        throw lab::UsageError(
-            fmt::format("--answers: {} is not one of a, b, c, d or s", lab::quote(std::string(1, c))));
+    if (const size_t bad = w.answers->find_first_not_of("abcdsABCDS"); bad != std::string::npos)
+      throw lab::UsageError(fmt::format("--answers: {} is not one of a, b, c, d or s",
+                                        lab::quote(lab::character_at(*w.answers, bad))));
+    const size_t asked = w.only.empty() ? p.quiz.questions.size() : w.only.size();
+    if (w.answers->size() != asked)
+      throw lab::UsageError(fmt::format("--answers has {} for {}", lab::counted(w.answers->size(), "letter"),
+                                        lab::counted(asked, "question")));
   }
   w.reveal = lab::flag(args, "reveal");
   if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
@@ -157,9 +155,14 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   w.inputs = {{quiz_path, "the quiz file"}};
   // Answers typed by a person are saved; scripted ones (--answers) and the answer key (--reveal) are not.
   if (!w.answers && !w.reveal && !p.store) p.store = default_progress_store(nullptr);
-  if (p.store) w.inputs.push_back({p.store->file().string(), "the saved progress"});
+  // The saved progress and its lock, whether this walk saves answers or not, the file there yet or not: a
+  // JSON written over them loses the learner's answers.
+  if (const auto dir = default_state_dir()) {
+    w.inputs.push_back({(*dir / "progress.json").string(), "the saved progress"});
+    w.inputs.push_back({(*dir / "progress.json.lock").string(), "the saved progress's lock"});
+  }
   w.command = command_name() + " quiz" + (w.track != file.tracks.front().id ? " --track " + w.track : "") +
-              (args.count("quiz") ? " --quiz " + shell_word(quiz_path) : "");
+              (args.count("quiz") ? " --quiz " + lab::shell_word(quiz_path) : "");
   return p;
 }
 
