@@ -931,13 +931,14 @@ TEST_CASE(
       labs.replace("lab03_number_formats", c.body);
     const auto r =
         quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--answers", "cd"});
-    CHECK(r.code == 3);  // a lab failed to run
+    CHECK(r.code == 3);                              // a lab failed to run
     CHECK(has(squeeze(r.out), squeeze(c.message)));  // wrapped at the width
     CHECK(count(r.out, "The lab failed") == 1);
     CHECK(has(r.out, "Q3. "));           // its question is still asked, without its numbers
     CHECK(has(r.out, "Q8. "));           // and the walk goes on
     CHECK(has(r.out, "verdict: PASS"));  // lab 08's report
-    CHECK(has(squeeze(r.out), "Lab checks: did NOT all hold: 1 of 1 lab that reported passed; 1 lab failed to run"));
+    CHECK(has(squeeze(r.out),
+              "Lab checks: did NOT all hold: 1 of 1 lab that reported passed; 1 lab failed to run"));
     CHECK(inert(r.out));
   }
 }
@@ -962,7 +963,8 @@ TEST_CASE(
   const std::string out = slurp(status.path / "out");
   CHECK(code == 3);
   CHECK(has(out, "70000"));  // lab 03 ran once built
-  CHECK(has(squeeze(out), "The lab failed: lab 08 autocast-policy did not build (see /path/to/build-ahead.log)"));
+  CHECK(has(squeeze(out),
+            "The lab failed: lab 08 autocast-policy did not build (see /path/to/build-ahead.log)"));
   CHECK(has(out, "Q8. "));
   CHECK_FALSE(has(out, "building lab"));  // no live line into a file
 }
@@ -1521,7 +1523,8 @@ TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits 
     std::string screen = r.out.substr(banner, prompt - banner);
     // The terms a screen uses are glossed before its prompt; when they do not fit with the rest they come
     // first, under the banner, so that what the lab measured and the question fit the 40 rows together.
-    if (const size_t terms = screen.find("\nTerms:\n"); terms != std::string::npos && count(screen, "\n") + 1 > 40) {
+    if (const size_t terms = screen.find("\nTerms:\n");
+        terms != std::string::npos && count(screen, "\n") + 1 > 40) {
       CHECK(count(screen.substr(0, terms), "\n") <= 2);  // right under the banner
       size_t end = terms + 7;  // the line break after "Terms:"; then one gloss a line, indented
       while (screen.compare(end, 3, "\n  ") == 0) end = screen.find('\n', end + 1);

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <optional>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -48,7 +48,9 @@ struct StateDir {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
-  std::vector<std::string> env() const { return {"XDG_STATE_HOME=" + path.string(), "AMP_LAB_COMMAND=amp-lab"}; }
+  std::vector<std::string> env() const {
+    return {"XDG_STATE_HOME=" + path.string(), "AMP_LAB_COMMAND=amp-lab"};
+  }
 };
 
 runner::Quiz all_questions() {
@@ -78,7 +80,7 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
   StateDir state;
   Terminal t({kRunner, "quiz", "--track", "all", "--device", "cpu"}, 80, 40, state.env());
   std::set<std::string> glossed;  // the terms glossed so far in the walk (each once)
-  REQUIRE(t.expect("━━ 1/"));  // the walk's header above (its title, the device) is no question's screen
+  REQUIRE(t.expect("━━ 1/"));     // the walk's header above (its title, the device) is no question's screen
   for (size_t i = 0; i < quiz.questions.size(); ++i) {
     const runner::Question& q = quiz.questions[i];
     CAPTURE(q.number);
@@ -97,8 +99,9 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
     const size_t options = before_prompt.rfind("\n  a) ");
     REQUIRE(options != std::string::npos);
     for (const auto& line : lines_of(before_prompt.substr(0, options))) {
-      const bool gloss = std::any_of(runner::glossary().begin(), runner::glossary().end(),
-                                     [&](const runner::Term& term) { return line.rfind("  " + term.name + ": ", 0) == 0; });
+      const bool gloss =
+          std::any_of(runner::glossary().begin(), runner::glossary().end(),
+                      [&](const runner::Term& term) { return line.rfind("  " + term.name + ": ", 0) == 0; });
       if (!gloss) used += line + "\n";
     }
     for (const runner::Term* term : runner::terms_in(used)) {
@@ -253,7 +256,8 @@ TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress sugge
   CHECK(reset.out.find("Progress of question 2 forgotten") == 0);
   const auto progress = test_support::run_process({kRunner, "progress"}, 60, env);
   REQUIRE(progress.code == 0);
-  CHECK(progress.out.find("retry the missed and skipped: scripts/amp-lab quiz --only 3") != std::string::npos);
+  CHECK(progress.out.find("retry the missed and skipped: scripts/amp-lab quiz --only 3") !=
+        std::string::npos);
   CHECK(progress.out.find("1 of 8 answered") != std::string::npos);
   const auto both = test_support::run_process({kRunner, "quiz", "--reset", "--resume"}, 60, env);
   CHECK(both.code == 2);
@@ -262,13 +266,14 @@ TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress sugge
 TEST_CASE("a lab run alone lays its report out to the width it has (COLUMNS for a pipe)") {
   for (const char* exe : {"lab02_loss_scaling", "lab14_fp8_scaling"}) {
     CAPTURE(exe);
-    const auto r =
-        test_support::run_process({AMP_LAB_BINARY_DIR "/bin/" + std::string(exe), "--quick"}, 120, {"COLUMNS=60"});
+    const auto r = test_support::run_process({AMP_LAB_BINARY_DIR "/bin/" + std::string(exe), "--quick"}, 120,
+                                             {"COLUMNS=60"});
     REQUIRE(r.code == 0);
     size_t widest = 0;
     for (const auto& line : lines_of(r.out)) {
       // Only a single word longer than the screen may stick out.
-      if (line.find(' ', line.find_first_not_of(' ')) != std::string::npos) widest = std::max(widest, glyphs(line));
+      if (line.find(' ', line.find_first_not_of(' ')) != std::string::npos)
+        widest = std::max(widest, glyphs(line));
     }
     CHECK(widest <= 60);
     CHECK(widest >= 50);  // laid out to the width, not cut to a fixed narrow one

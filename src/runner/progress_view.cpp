@@ -54,10 +54,11 @@ void print_track(std::ostream& out, const Progress& progress, const Quiz& full, 
        lab::format_table({"#", "question", "your answer", "hints", "when"}, rows, width > 4 ? width - 4 : 0))
     out << "    " << line << "\n";
   if (const auto retry = retry_questions(progress, quiz); !retry.empty())
-    print_lines(out, "retry the missed and skipped: " + only_command(full, track.id, retry, program), width, "  ",
-                "    ");
+    print_lines(out, "retry the missed and skipped: " + only_command(full, track.id, retry, program), width,
+                "  ", "    ");
   if (const auto rest = resume_questions(progress, quiz); !rest.empty())
-    print_lines(out, "go on where you stopped: " + only_command(full, track.id, rest, program), width, "  ", "    ");
+    print_lines(out, "go on where you stopped: " + only_command(full, track.id, rest, program), width, "  ",
+                "    ");
 }
 
 // The exercises as the file holds them: each one's status and when, where it has them.

@@ -174,7 +174,8 @@ int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
   const std::string track = args.count("track") ? args["track"].as<std::string>() : file.tracks.front().id;
   const Quiz questions = track_of(file, track);  // an unknown track is refused
   if (lab::flag(args, "resume") || lab::flag(args, "retry"))
-    throw lab::UsageError("--reset forgets saved answers: give it alone, or with --only N to forget question N");
+    throw lab::UsageError(
+        "--reset forgets saved answers: give it alone, or with --only N to forget question N");
   std::string why;
   auto store = default_progress_store(&why);
   if (!store) throw lab::UsageError("--reset: no saved progress: " + why);
@@ -188,10 +189,11 @@ int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
     if (!saved) return lab::kExitLabError;  // the store said why
     std::string list;
     for (const int n : only) list += (list.empty() ? "" : ",") + std::to_string(n);
-    std::cout << lab::paragraph("",
-                                fmt::format("Progress of question{} {} forgotten ({}).", only.size() == 1 ? "" : "s",
-                                            list, lab::escape(store->file().string())),
-                                lab::terminal_width(), 2)
+    std::cout << lab::paragraph(
+                     "",
+                     fmt::format("Progress of question{} {} forgotten ({}).", only.size() == 1 ? "" : "s",
+                                 list, lab::escape(store->file().string())),
+                     lab::terminal_width(), 2)
               << "\n";
     return lab::kExitPass;
   }

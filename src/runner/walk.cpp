@@ -111,15 +111,17 @@ bool pause(const std::vector<AnswerPart>& parts, bool last, const WalkOptions& o
       *stop_reason = "quit";
       return false;
     }
-    const auto part = std::find_if(parts.begin(), parts.end(), [&](const AnswerPart& p) { return p.key == c; });
+    const auto part =
+        std::find_if(parts.begin(), parts.end(), [&](const AnswerPart& p) { return p.key == c; });
     if (part != parts.end() && reply->size() == 1) {
       if (!page(part->text, options.rows, in, out, style, stop_reason)) return false;
       continue;
     }
     std::string choices;
     for (const auto& p : parts) choices += fmt::format("{}, ", p.key);
-    out << lab::paragraph("", fmt::format("Press Enter to go on, or one of {}q; got {}.", choices,
-                                          lab::quote(*reply, /*max_glyphs=*/20)),
+    out << lab::paragraph("",
+                          fmt::format("Press Enter to go on, or one of {}q; got {}.", choices,
+                                      lab::quote(*reply, /*max_glyphs=*/20)),
                           options.width, 0)
         << "\n";
   }

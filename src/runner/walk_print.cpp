@@ -74,18 +74,19 @@ void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions
     std::string title = "every question of every track";
     for (const auto& t : quiz.tracks)
       if (t.id == options.track) title = t.title;
-    out << lab::paragraph(
-               "", fmt::format("Track {}: {} ({})", options.track, title, plural(questions, "question", "questions")),
-               width, 2)
+    out << lab::paragraph("",
+                          fmt::format("Track {}: {} ({})", options.track, title,
+                                      plural(questions, "question", "questions")),
+                          width, 2)
         << "\n";
   }
   if (!quiz.intro.empty() && !options.reveal) out << lab::paragraph("", quiz.intro, width, 0) << "\n";
   const lab::ContextArgs& c = options.context;
   // No global dtype: each lab states the types it uses in its own header (labs 01, 02 and 09-12 run fp16).
-  const std::string context = fmt::format(
-      "device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION, c.seed,
-      c.dtype ? " · --dtype " + *c.dtype + " where a lab lets you choose" : "", c.quick ? " · quick mode" : "",
-      c.flip ? " · FLIPPED" : "");
+  const std::string context =
+      fmt::format("device {} · LibTorch {} · seed {}{}{}{}", c.device, AMP_LAB_TORCH_VERSION, c.seed,
+                  c.dtype ? " · --dtype " + *c.dtype + " where a lab lets you choose" : "",
+                  c.quick ? " · quick mode" : "", c.flip ? " · FLIPPED" : "");
   for (const auto& line : lab::wrap_lines(context, width, "", "  ")) out << style.dim(line) << "\n";
 }
 
@@ -106,11 +107,13 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
   out << std::flush;  // a reader of a pipe sees which lab runs
 }
 
-std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out, const lab::Style& style,
-                      std::set<std::string>& glossed, const std::string& also_shown, size_t reserved) {
+std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
+                      const lab::Style& style, std::set<std::string>& glossed, const std::string& also_shown,
+                      size_t reserved) {
   if (!a.reported()) {
     const bool stopped = a.lab.kind == LabOutcome::Kind::Interrupted;
-    out << lab::paragraph("", (stopped ? "Interrupted: " : "The lab failed: ") + a.lab.message, options.width, 2)
+    out << lab::paragraph("", (stopped ? "Interrupted: " : "The lab failed: ") + a.lab.message, options.width,
+                          2)
         << "\n";
     return "";
   }
@@ -183,15 +186,19 @@ namespace {
 void print_result(const Answered& a, std::ostream& out, const lab::Style& style, size_t width,
                   bool with_answer) {
   const std::string result = a.outcome == Asked::Skipped ? "Skipped."
-                             : a.outcome == Asked::Right ? "Right!"
-                                                         : fmt::format("Not quite: you chose {}.", letter(a.chosen));
+                             : a.outcome == Asked::Right
+                                 ? "Right!"
+                                 : fmt::format("Not quite: you chose {}.", letter(a.chosen));
   const auto color = [&](const std::string& s) {
-    return a.outcome == Asked::Skipped ? style.yellow(s) : a.outcome == Asked::Right ? style.green(s) : style.red(s);
+    return a.outcome == Asked::Skipped ? style.yellow(s)
+           : a.outcome == Asked::Right ? style.green(s)
+                                       : style.red(s);
   };
   if (!with_answer) return void(out << color(result) << "\n");
   const Question& q = *a.question;
-  const auto lines = lab::wrap_lines(
-      fmt::format("{} The answer is {}) {}", result, letter(q.answer), q.options[q.answer]), width, "", "     ");
+  const auto lines =
+      lab::wrap_lines(fmt::format("{} The answer is {}) {}", result, letter(q.answer), q.options[q.answer]),
+                      width, "", "     ");
   for (size_t k = 0; k < lines.size(); ++k) {
     const bool lead = k == 0 && lines[k].compare(0, result.size(), result) == 0;  // narrow: it may wrap too
     out << (lead ? color(result) + style.bold(lines[k].substr(result.size())) : style.bold(lines[k])) << "\n";
@@ -236,8 +243,8 @@ std::string checks_note(const Answered& a, const lab::Style& style, size_t width
 // The correct option and why; then why each wrong one is wrong, the learner's own first, marked.
 void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
   const Question& q = *a.question;
-  for (const auto& line : lab::wrap_lines(fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]),
-                                          width, "", "     "))
+  for (const auto& line : lab::wrap_lines(
+           fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]), width, "", "     "))
     out << style.bold(line) << "\n";
   print_why(a, out, style, width, true, [](int) { return true; });
 }
@@ -278,15 +285,19 @@ std::vector<AnswerPart> answer_parts(const Answered& a, const WalkOptions& optio
   if (a.reported()) {
     const lab::Report& report = *a.lab.report;
     parts.push_back(
-        {'d', "details", report.render_text({.color = options.color, .part = lab::Part::Details, .width = width})});
-    parts.push_back({'c', "checks",
-                     report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = width}) +
-                         checks_note(a, style, width)});
+        {'d', "details",
+         report.render_text({.color = options.color, .part = lab::Part::Details, .width = width})});
+    parts.push_back(
+        {'c', "checks",
+         report.render_text({.color = options.color, .part = lab::Part::Verdict, .width = width}) +
+             checks_note(a, style, width)});
     all_text += report.render_text({.part = lab::Part::All, .width = width});
   }
   const auto terms = terms_in(all_text);
-  if (!terms.empty()) parts.push_back({'t', "terms", style.dim("Terms:") + "\n" + format_glosses(terms, width)});
-  std::erase_if(parts, [](const AnswerPart& p) { return p.text.find_first_not_of(" \n") == std::string::npos; });
+  if (!terms.empty())
+    parts.push_back({'t', "terms", style.dim("Terms:") + "\n" + format_glosses(terms, width)});
+  std::erase_if(parts,
+                [](const AnswerPart& p) { return p.text.find_first_not_of(" \n") == std::string::npos; });
   return parts;
 }
 
@@ -317,7 +328,7 @@ std::string lab_cell(const Answered& a) {
 std::vector<std::string> summary_row(const Answered& a, bool reveal) {
   const bool answered = a.outcome == Asked::Right || a.outcome == Asked::Wrong;
   std::string yours =
-      a.outcome == Asked::Skipped                ? "skipped"
+      a.outcome == Asked::Skipped                  ? "skipped"
       : a.outcome == Asked::NotAsked && a.prompted ? "not answered"
       : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
                  : "-";
@@ -330,11 +341,11 @@ std::string checks_line(const Tally& t) {
   if (t.all_passed())
     return t.labs_reported == 1 ? std::string("Lab checks: held in the 1 lab run")
                                 : fmt::format("Lab checks: held in all {} labs run", t.labs_reported);
-  return fmt::format(
-      "Lab checks: did NOT all hold: {} of {} passed{}", t.labs_passed,
-      plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
-      t.labs_failed ? fmt::format("; {} failed to run", plural(static_cast<size_t>(t.labs_failed), "lab", "labs"))
-                    : "");
+  return fmt::format("Lab checks: did NOT all hold: {} of {} passed{}", t.labs_passed,
+                     plural(static_cast<size_t>(t.labs_reported), "lab that reported", "labs that reported"),
+                     t.labs_failed ? fmt::format("; {} failed to run",
+                                                 plural(static_cast<size_t>(t.labs_failed), "lab", "labs"))
+                                   : "");
 }
 
 // A line of advice, wrapped to the screen with the command kept whole where it fits.
@@ -343,7 +354,8 @@ void print_advice(const std::string& lead, const std::string& command, const Wal
   const auto lines = lab::wrap_lines(lead + " " + command, options.width, "", "  ");
   if (lines.size() == 1) return void(out << lead << " " << style.bold(command) << "\n");
   for (const auto& line : lab::wrap_lines(lead, options.width, "", "  ")) out << line << "\n";
-  for (const auto& line : lab::wrap_lines(command, options.width, "  ", "    ")) out << style.bold(line) << "\n";
+  for (const auto& line : lab::wrap_lines(command, options.width, "  ", "    "))
+    out << style.bold(line) << "\n";
 }
 
 void print_next_steps(const std::vector<Answered>& walked, const Quiz& track, const WalkOptions& options,
@@ -361,8 +373,9 @@ void print_next_steps(const std::vector<Answered>& walked, const Quiz& track, co
     std::set_union(saved.begin(), saved.end(), missed.begin(), missed.end(), std::back_inserter(both));
     // A question answered right in this walk is not to retry, whatever was saved before.
     std::erase_if(both, [&](int n) {
-      return std::any_of(walked.begin(), walked.end(),
-                         [&](const Answered& a) { return a.question->number == n && a.outcome == Asked::Right; });
+      return std::any_of(walked.begin(), walked.end(), [&](const Answered& a) {
+        return a.question->number == n && a.outcome == Asked::Right;
+      });
     });
     missed = both;
   }
@@ -373,7 +386,8 @@ void print_next_steps(const std::vector<Answered>& walked, const Quiz& track, co
   // --only names exactly the questions of this walk not answered; --resume (saved progress) would also
   // take those of the track this walk did not choose.
   if (!later.empty())
-    print_advice("Go on where you stopped:", options.command + " --only " + numbers(later), options, out, style);
+    print_advice("Go on where you stopped:", options.command + " --only " + numbers(later), options, out,
+                 style);
   if (options.progress) {
     const std::string saved = fmt::format(
         "Progress saved in {}: {} progress shows it, {} --resume goes on with the questions never answered.",

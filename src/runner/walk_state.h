@@ -24,8 +24,9 @@ struct Answered {
   Asked outcome = Asked::NotAsked;
   int chosen = -1;   // the option index answered, -1 for none
   int hints = 0;     // how many times the hint was shown
-  bool ran = false;       // the lab was started (or its build waited for)
-  bool prompted = false;  // its question and prompt were shown (an unanswered one was left there, not unreached)
+  bool ran = false;  // the lab was started (or its build waited for)
+  bool prompted =
+      false;  // its question and prompt were shown (an unanswered one was left there, not unreached)
   LabOutcome lab;
   bool reported() const { return ran && lab.kind == LabOutcome::Kind::Report; }
   bool lab_failed() const {

@@ -88,9 +88,12 @@ int Terminal::wait_exit(double timeout_s) {
   while (std::chrono::steady_clock::now() < end && read_some(100)) {
   }
   while (!exited_) {  // the pty closes as the program ends: it may take a moment more to be reaped
-    if (::waitpid(pid_, &status_, WNOHANG) == pid_) exited_ = true;
-    else if (std::chrono::steady_clock::now() > end) return -1;
-    else ::usleep(10000);
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_)
+      exited_ = true;
+    else if (std::chrono::steady_clock::now() > end)
+      return -1;
+    else
+      ::usleep(10000);
   }
   return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
 }
