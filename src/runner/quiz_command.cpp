@@ -33,7 +33,7 @@ cxxopts::Options quiz_options(const std::string& tracks) {
       "only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())(
       "resume", "go on with the track's questions not answered yet (progress is saved as you answer)")(
       "retry", "ask again the track's questions last answered wrong or skipped")(
-      "reset", "forget the track's saved progress (amp-lab progress shows it)")(
+      "reset", "forget the track's saved progress (with --only, just those questions)")(
       "json", "also write every observation and check of the walk to FILE", cxxopts::value<std::string>())(
       "no-color", "plain text (NO_COLOR is honoured too)")(
       // Whole up to 1024 glyphs: a clone's path is often longer than escape()'s usual 120.
@@ -65,7 +65,9 @@ int print_help(const cxxopts::ParseResult& args) {
       << lab::help_text(quiz_options(track_list(path)), width) << "\n"
       << lab::paragraph(
              "",
-             "At a prompt: a-d answers, s skips, h shows a hint, q quits (so do end of input and Ctrl-C).",
+             "At a prompt: a-d answers, s skips, h shows a hint, t the terms, q quits (so do end of input "
+             "and Ctrl-C). At the pause after an answer: o the other options, d the lab's details, c its "
+             "checks, t the terms; Enter goes on.",
              width, 0)
       << "\n";
   lab::flush_stdout();
