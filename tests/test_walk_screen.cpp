@@ -72,6 +72,14 @@ char wrong_letter(const runner::Question& q) {
   return static_cast<char>('a' + (q.answer + 1) % static_cast<int>(q.options.size()));
 }
 
+// Answers the question at the prompt with `letter`, then goes on at the pause with Enter.
+void answer(Terminal& t, char letter) {
+  REQUIRE(t.expect(kPrompt, 300));
+  t.type(std::string(1, letter) + "\n");
+  REQUIRE(t.expect(kPauseEnd));
+  t.type("\n");
+}
+
 }  // namespace
 
 TEST_CASE("at 80x40, every answer screen of every track fits above its pause, and the walk stays short") {
@@ -207,23 +215,14 @@ TEST_CASE("after --resume the retry advice names every missed question of the tr
   // First walk: Q2 and Q3 answered wrong.
   {
     Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, env);
-    REQUIRE(t.expect(kPrompt, 300));
-    t.type("a\n");
-    REQUIRE(t.expect(kPauseEnd));
-    t.type("\n");
-    REQUIRE(t.expect(kPrompt, 300));
-    t.type("a\n");
-    REQUIRE(t.expect(kPauseEnd));
-    t.type("\n");
+    answer(t, 'a');
+    answer(t, 'a');
     REQUIRE(t.expect("Retry the 2 you missed or skipped: amp-lab quiz --only 2,3"));
     t.wait_exit();
   }
   // Then --resume: Q1 answered right, and the walk left at Q4's prompt.
   Terminal t({kRunner, "quiz", "--resume", "--quick", "--device", "cpu"}, 80, 40, env);
-  REQUIRE(t.expect(kPrompt, 300));
-  t.type("a\n");
-  REQUIRE(t.expect(kPauseEnd));
-  t.type("\n");
+  answer(t, 'a');
   REQUIRE(t.expect(kPrompt, 300));
   t.type("q\n");
   REQUIRE(t.expect("Summary"));
@@ -241,12 +240,8 @@ TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress sugge
   StateDir state;
   {
     Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env());
-    for (int k = 0; k < 2; ++k) {
-      REQUIRE(t.expect(kPrompt, 300));
-      t.type("a\n");
-      REQUIRE(t.expect(kPauseEnd));
-      t.type("\n");
-    }
+    answer(t, 'a');
+    answer(t, 'a');
     t.wait_exit();
   }
   std::vector<std::string> env = state.env();
