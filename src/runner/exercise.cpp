@@ -146,8 +146,8 @@ const std::vector<ExerciseInfo> kExercises = {
           "inverted-scale", "per-tensor-keeps-values", "100.0% of any tensor lost",
           "the scaled tensors lose nearly everything: the scale is max / 2^margin / amax, not its inverse"),
       on_evidence("no-saturation", "per-tensor-trains", "nan",
-                  "a training run ended in NaN: saturate v at +-max (v.clamp(-max, max)) before the cast, or "
-                  "the values beyond max become NaN in E4M3"),
+                  "a training run ended in NaN: saturate v at +-max (v.clamp(-max, max)) before the cast; an "
+                  "E5M2 cast turns a value beyond its max into inf (E4M3fn saturates at 448)"),
       on_evidence("stale-history", "per-tensor-trains", "current 0.",
                   "current scaling trains, delayed does not: push each step's amax into the history, newest "
                   "first, and scale from the history's largest"),

@@ -45,8 +45,8 @@ void print_info(std::ostream& out) {
   for (const auto& [flag, what] : features)
     out << fmt::format("  {:<12}  {:<3}  {}\n", flag, flags.count(flag) ? "yes" : "no", what);
   if (!flags.count("avx512_bf16") && !flags.count("amx_bf16"))
-    out << "  -> no native bf16 arithmetic: 16-bit matmuls on this CPU are emulated and may be slower than "
-           "fp32\n";
+    out << "  -> no bf16 instructions (avx512_bf16, AMX-BF16): bf16 matmuls on this CPU are computed by "
+           "converting to fp32 and may be slower than fp32\n";
   if (amp::cuda_available()) {
     const int cc = amp::cuda_compute_capability();
     out << fmt::format("CUDA            {} · compute capability {}.{} · bf16 {}\n", amp::cuda_device_name(),
