@@ -276,8 +276,10 @@ std::string factors_text(const Summary& s) {
 }
 
 void report_loops(const Result& m, lab::Report& r) {
-  r.section(fmt::format("{} SGD steps of two Linear({}, {}) models; both losses reach both models",
-                        m.main.steps.size(), kIn, kOut));
+  r.section(
+      fmt::format("{} SGD steps of two Linear({}, {}) models m0 and m1 (optimizers o0 and o1); both losses "
+                  "reach both models",
+                  m.main.steps.size(), kIn, kOut));
   r.note(
       fmt::format("an inf in model 0's gradients at step {}; the same batches in every loop", m.inject_at));
   r.note(fmt::format("GradScaler from {}, growth_interval {}", kInitScale, kGrowthInterval));
