@@ -135,9 +135,11 @@ std::vector<Answered> questions_walked(const Quiz& quiz, const WalkOptions& opti
       walked.emplace_back(&q);
       walked.back().decl = lab::find_decl(q.lab);
     }
+  // The command line checks this first (quiz_command.cpp); here it guards walk()'s own precondition.
   if (options.answers && options.answers->size() != walked.size())
-    throw lab::UsageError(
-        fmt::format("--answers has {} letters for {} questions", options.answers->size(), walked.size()));
+    throw lab::UsageError(fmt::format("--answers has {} for {}",
+                                      lab::counted(options.answers->size(), "letter"),
+                                      lab::counted(walked.size(), "question")));
   return walked;
 }
 

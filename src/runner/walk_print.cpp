@@ -17,6 +17,11 @@ std::string plural(size_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+// "Terms:" and a gloss a line; "" for no terms.
+std::string terms_block(const std::vector<const Term*>& terms, size_t width, const lab::Style& style) {
+  return terms.empty() ? "" : style.dim("Terms:") + "\n" + format_glosses(terms, width);
+}
+
 // "amp-lab" or "scripts/amp-lab": the program part of the walk's own command ("amp-lab quiz --track x").
 std::string command_of(const WalkOptions& options) {
   const auto quiz = options.command.rfind(" quiz");
@@ -146,7 +151,7 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   std::string terms;
   if (options.glosses)
     if (const auto fresh = new_terms(also_shown + "\n" + shown, glossed); !fresh.empty())
-      terms = style.dim("Terms:") + "\n" + format_glosses(fresh, options.width);
+      terms = terms_block(fresh, options.width, style);
   const auto lines = [](const std::string& text) {
     return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
   };
@@ -155,7 +160,7 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   out << shown;
   if (fits) out << terms;
   const auto all = terms_in(also_shown + "\n" + shown);
-  return all.empty() ? "" : style.dim("Terms:") + "\n" + format_glosses(all, options.width);
+  return terms_block(all, options.width, style);
 }
 
 void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
@@ -294,8 +299,7 @@ std::vector<AnswerPart> answer_parts(const Answered& a, const WalkOptions& optio
     all_text += report.render_text({.part = lab::Part::All, .width = width});
   }
   const auto terms = terms_in(all_text);
-  if (!terms.empty())
-    parts.push_back({'t', "terms", style.dim("Terms:") + "\n" + format_glosses(terms, width)});
+  if (!terms.empty()) parts.push_back({'t', "terms", terms_block(terms, width, style)});
   std::erase_if(parts,
                 [](const AnswerPart& p) { return p.text.find_first_not_of(" \n") == std::string::npos; });
   return parts;
