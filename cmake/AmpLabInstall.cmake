@@ -36,7 +36,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT amp_lab_library)
 
 if(AMP_LAB_BUILD_LABS)
-  get_property(_amp_lab_exes GLOBAL PROPERTY AMP_LAB_LAB_EXES)
+  list(TRANSFORM AMP_LAB_LABS PREPEND lab OUTPUT_VARIABLE _amp_lab_exes)
   # LibTorch is a set of shared libraries outside the prefix: the installed programs keep the path to
   # them (only that one: the link path would add folders that MKL's CMake files name on other systems).
   get_filename_component(_amp_lab_torch_libdir "${TORCH_LIBRARY}" DIRECTORY)

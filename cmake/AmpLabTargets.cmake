@@ -27,44 +27,48 @@ function(amp_lab_use_pch target)
   endif()
 endfunction()
 
-# amp_lab_add_lab(01_master_weights [CORE] [NO_PCH]) adds labs/01_master_weights.cpp:
-#  - its objects, linked into the lab tests (the lab registers itself),
-#  - an executable lab01_master_weights that runs just that lab.
-# Adding a lab is the lab file plus this one line in labs/CMakeLists.txt. A lab links the whole lab framework
+# amp_lab_add_lab(01_master_weights [CORE] [NO_PCH]) adds the lab in labs/01_master_weights/:
+#  - lab.cpp (the problem, measure and report) and amp.cpp (the AMP code a learner copies), each an object
+#    library, lab_<name>_lab and lab_<name>_amp, at the labs' profile: the build type's optimisation (-O3 in
+#    Release), on the precompiled <torch/torch.h>; both are linked into the lab tests (the lab registers
+#    itself);
+#  - an executable lab01_master_weights of the two, that runs just that lab;
+#  - with labs/<name>/exercise.cpp (the starter: amp.cpp with its key lines taken out), the exercise: the
+#    learner's file linked in place of amp.cpp with the same lab.cpp object (amp_lab_add_exercise_unit).
+# Adding a lab is its folder plus one line in labs/CMakeLists.txt. A lab links the whole lab framework
 # (amp_lab::framework), or with CORE the lab core alone (autocast, the GradScaler, the report, charts and
 # registry: src/CMakeLists.txt), and then its build waits for nothing else. NO_PCH compiles it without the
 # precompiled <torch/torch.h>, which takes longer to build than such a lab takes to compile without it: lab
 # 01's, so that the first question waits for neither (BENCHMARKS.md, "Cold build").
-# A lab with an exercise (labs/exercises/<name>.cpp) is linked from the two units its exercise compiles
-# anyway (cmake/AmpLabExercises.cmake): the lab file with its AMP code declared (the harness) and that code
-# as a learner's file (the generated reference), both -O0 on the exercises' header. It is the same program,
-# and the lab file is compiled once, not twice (it took 14-27 s more at -O3). CORE and NO_PCH do not apply.
 function(amp_lab_add_lab name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "CORE;NO_PCH" "" "")
-  set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_NAMES ${name})
-  set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_EXES lab${name})
-  if(EXISTS ${PROJECT_SOURCE_DIR}/labs/exercises/${name}.cpp)
-    if(arg_CORE OR arg_NO_PCH)
-      message(FATAL_ERROR "amp_lab_add_lab(${name}): a lab with an exercise is built from its harness; drop CORE and NO_PCH")
-    endif()
-    set(objects exercise_${name}_harness exercise_${name}_reference)
-    add_executable(lab${name} $<TARGET_OBJECTS:exercise_${name}_harness> $<TARGET_OBJECTS:exercise_${name}_reference>)
-    target_link_libraries(lab${name} PRIVATE amp_lab::framework amp_lab::lab_main)
-    set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_OBJECTS ${objects})
-    return()
-  endif()
-  set(obj lab_${name}_obj)
+  set(dir ${CMAKE_CURRENT_SOURCE_DIR}/${name})
   set(framework amp_lab::framework)
   if(arg_CORE)
     set(framework amp_lab::lab_core)
   endif()
-  add_library(${obj} OBJECT ${CMAKE_CURRENT_SOURCE_DIR}/${name}.cpp)
-  target_link_libraries(${obj} PUBLIC ${framework})
-  amp_lab_warnings(${obj})
-  if(NOT arg_NO_PCH)
-    amp_lab_use_pch(${obj})
+  set(parts lab amp)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${name}.cpp)  # TRANSITION: a lab still in one file
+    set(parts lab)
+    set(dir_lab ${CMAKE_CURRENT_SOURCE_DIR}/${name}.cpp)
+    file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${name}_empty.cpp "// no amp.cpp yet\n")
+    add_library(lab_${name}_amp OBJECT ${CMAKE_CURRENT_BINARY_DIR}/${name}_empty.cpp)
   endif()
-  add_executable(lab${name} $<TARGET_OBJECTS:${obj}>)
+  foreach(part IN LISTS parts)
+    if(dir_lab)
+      add_library(lab_${name}_${part} OBJECT ${dir_lab})
+    else()
+      add_library(lab_${name}_${part} OBJECT ${dir}/${part}.cpp)
+    endif()
+    target_link_libraries(lab_${name}_${part} PUBLIC ${framework})
+    amp_lab_warnings(lab_${name}_${part})
+    if(NOT arg_NO_PCH)
+      amp_lab_use_pch(lab_${name}_${part})
+    endif()
+  endforeach()
+  add_executable(lab${name} $<TARGET_OBJECTS:lab_${name}_lab> $<TARGET_OBJECTS:lab_${name}_amp>)
   target_link_libraries(lab${name} PRIVATE ${framework} amp_lab::lab_main)
-  set_property(GLOBAL APPEND PROPERTY AMP_LAB_LAB_OBJECTS ${obj})
+  if(EXISTS ${dir}/exercise.cpp)
+    amp_lab_add_exercise(${name})
+  endif()
 endfunction()

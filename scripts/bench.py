@@ -231,17 +231,18 @@ def quiz_timing(build_dir, device, reps):
 
 
 def exercise_timing(build_dir, exercise, reps):
-    """Save to verdict: `amp-lab check` of an edited file with a warm build (the exercise's harness and
-    precompiled header built, its learner executable built once before). Each edit adds a new comment line,
+    """Save to verdict: `amp-lab check` of an edited file with a warm build (the lab's lab.cpp object and the
+    exercises' precompiled header built, its learner executable built once before). Each edit adds a new comment line,
     so the compiler (and ccache) sees a new file, as after a learner's save."""
     exe = os.path.join(build_dir, "bin", "amp-lab")
-    ref = glob.glob(os.path.join(build_dir, "exercises", f"{exercise}_*", "reference.cpp"))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ref = glob.glob(os.path.join(root, "labs", f"{exercise}_*", "amp.cpp"))  # the lab's own AMP code
     if not os.access(exe, os.X_OK) or not ref:
         return {"exercise": exercise, "missing": True}
     work = tempfile.mkdtemp(prefix="amp-lab-bench-exercise-")
     path = os.path.join(work, os.path.basename(os.path.dirname(ref[0])) + ".cpp")
     with open(ref[0]) as f:
-        text = "".join(line for line in f if not line.startswith("#line"))
+        text = f.read()
     env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"))
     def check(n):
         with open(path, "w") as f:

@@ -20,7 +20,7 @@ expect() {  # expect CODE WANTED_CODE TEXT PATTERN: exit code and a line of TEXT
 }
 
 out=$("$amp_lab" exercise 09 --dir "$ws" 2>&1); expect $? 0 "$out" "your file: $file"
-cmp -s "$file" "$source_dir/labs/exercises/09_gradient_accumulation.cpp" || fail "the starter was not copied"
+cmp -s "$file" "$source_dir/labs/09_gradient_accumulation/exercise.cpp" || fail "the starter was not copied"
 
 # The starter: it builds, the lab's checks fail, the hint for weights that never moved.
 out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^  FAIL  accumulated-equals-whole-fp32"
@@ -48,7 +48,7 @@ expect $? 130 "$(cat "$scratch/watch1.out")" "^stopped; your file is $file"
 "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch2.out" 2>&1 &
 pid=$!
 for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch2.out" && break; sleep 0.5; done
-grep -v '^#line' "$(dirname "$amp_lab")/../exercises/09_gradient_accumulation/reference.cpp" >"$file"
+"$amp_lab" exercise 09 --solution >"$file"  # the lab's own amp.cpp
 for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
 kill $pid 2>/dev/null
 wait $pid

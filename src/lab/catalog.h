@@ -25,7 +25,9 @@ struct LabDecl {
   bool seeds_in_quick_mode = false;       // the seed sweep runs --quick: the default mode is too slow for it
 
   std::string stem() const;        // "06_amp_api"
-  std::string source() const;      // "labs/06_amp_api.cpp"
+  std::string folder() const;      // "labs/06_amp_api": the lab's files
+  std::string source() const;      // "labs/06_amp_api/lab.cpp": the problem, measure and report
+  std::string amp_source() const;  // "labs/06_amp_api/amp.cpp": the AMP code a learner copies
   std::string executable() const;  // "lab06_amp_api"
 };
 

@@ -42,8 +42,14 @@ size_t distance(std::string_view a, std::string_view b) {
 std::string LabDecl::stem() const {
   return fmt::format("{:02d}_{}", number, underscored(id));
 }
+std::string LabDecl::folder() const {
+  return "labs/" + stem();
+}
 std::string LabDecl::source() const {
-  return "labs/" + stem() + ".cpp";
+  return folder() + "/lab.cpp";
+}
+std::string LabDecl::amp_source() const {
+  return folder() + "/amp.cpp";
 }
 std::string LabDecl::executable() const {
   return "lab" + stem();

@@ -33,10 +33,11 @@ std::string relative_source(std::string file) {
   return file;
 }
 
+// "labs/01_master_weights/lab.cpp" -> "01_master_weights": a lab is the folder its lab.cpp is in.
 std::string stem_of(const std::string& source) {
-  const auto slash = source.rfind('/');
-  std::string stem = source.substr(slash == std::string::npos ? 0 : slash + 1);
-  return stem.substr(0, stem.rfind('.'));
+  const std::filesystem::path file(source);
+  if (file.filename() != "lab.cpp") return file.stem().string();  // TRANSITION: a lab still in one file
+  return file.parent_path().filename().string();
 }
 
 std::vector<std::string>& mutable_errors() {
@@ -51,7 +52,7 @@ Registrar::Registrar(const char* file, LabFn fn) {
   const LabDecl* decl = find_decl(stem_of(source));
   if (!decl || decl->stem() != stem_of(source)) {
     mutable_errors().push_back(source +
-                               " has no declaration in labs/catalog.cpp (its name must be labs/NN_<id>.cpp)");
+                               " has no declaration in labs/catalog.cpp (a lab is labs/NN_<id>/lab.cpp)");
     return;
   }
   Registrar(*decl, file, std::move(fn));

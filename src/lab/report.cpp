@@ -31,6 +31,10 @@ void Report::detail_section(std::string heading) {
 void Report::note(std::string text) {
   blocks_.push_back(Note{std::move(text)});
 }
+void Report::dtypes(std::string low_precision, std::string note) {
+  dtypes_ = std::move(low_precision);
+  blocks_.push_back(Note{"dtypes: " + std::move(note)});
+}
 void Report::takeaway(std::string text) {
   blocks_.push_back(Takeaway{std::move(text)});
 }
@@ -356,6 +360,7 @@ nlohmann::json Report::to_json() const {
   j["lab"] = id_;
   j["title"] = title_;
   j["header"] = header_;
+  j["dtypes"] = dtypes_;
   j["passed"] = passed();
   j["elapsed_s"] = elapsed_s_;
   j["observations"] = nlohmann::json::object();
@@ -422,6 +427,7 @@ Report Report::from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("report JSON: not an object");
   Report r(text_of(j, "lab"), text_of(j, "title"));
   r.header_ = text_of(j, "header");
+  if (j.contains("dtypes")) r.dtypes_ = text_of(j, "dtypes");
   r.elapsed_s_ = field(j, "elapsed_s", T::number_float).get<double>();
   const auto& observations = field(j, "observations", T::object);
   for (const auto& t : field(j, "tables", T::array)) {

@@ -85,6 +85,10 @@ class Report {
   void section(std::string heading);
   void detail_section(std::string heading);
   void note(std::string text);
+  // The 16- and 8-bit types the lab uses, as the walk's header shows them ("fp16", "bf16 and fp16",
+  // "E4M3 and E5M2"), and the note that says which type holds what: shown as the note "dtypes: <note>".
+  void dtypes(std::string low_precision, std::string note);
+  const std::string& dtypes() const { return dtypes_; }
   // A note that states the conclusion: kept out of the Measured part, shown with the checks.
   void takeaway(std::string text);
   // `text` defaults to the value with 4 significant digits followed by the unit.
@@ -152,6 +156,7 @@ class Report {
   std::string id_;
   std::string title_;
   std::string header_;
+  std::string dtypes_;
   double elapsed_s_ = 0;
   std::vector<Block> blocks_;
   std::vector<Observation> observations_;

@@ -10,7 +10,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "runner/exercise_source.h"
+#include "runner/exercise_files.h"
 
 namespace runner {
 namespace {

@@ -1,7 +1,7 @@
 // The exercises: the learner writes a lab's AMP code, and the lab's own checks judge it.
 //
 // Each exercise is a starter, labs/exercises/NN_<lab stem>.cpp, for a lab whose AMP code stands in
-// AMP_LAB_EXERCISE blocks (runner/exercise_source.h). The learner edits a copy in a workspace; `amp-lab
+// AMP_LAB_EXERCISE blocks (runner/exercise_files.h). The learner edits a copy in a workspace; `amp-lab
 // check` writes it into the build as that exercise's learner unit, rebuilds only that executable (the lab
 // compiled without its AMP code, linked with the learner's file), runs it with --json and reads the checks.
 // A failed check may come with a hint: the known mistake that fails it in that way (ExerciseHint).
@@ -34,7 +34,7 @@ struct ExerciseHint {
 
 struct ExerciseInfo {
   std::string id;     // "09"
-  std::string stem;   // "09_gradient_accumulation": labs/<stem>.cpp, labs/exercises/<stem>.cpp
+  std::string stem;   // "09_gradient_accumulation": labs/<stem>/amp.cpp, labs/<stem>/exercise.cpp
   std::string lab;    // the lab's id, "gradient-accumulation"
   std::string title;  // what the learner writes, in a few words
   std::vector<ExerciseHint> hints;
@@ -80,7 +80,7 @@ struct ExerciseBuild {
   };
   std::map<std::string, Unit> units;  // by exercise id
 };
-// Throws ExerciseSourceError (one line) when the file is missing or not what the build writes.
+// Throws ExerciseError (one line) when the file is missing or not what the build writes.
 ExerciseBuild load_exercise_build(const std::filesystem::path& json_path);
 
 // Builds the learner's file as exercise `e`'s executable and runs the lab's checks on it (quick mode

@@ -12,7 +12,7 @@
 
 #include "lab/text.h"
 #include "runner/exercise.h"
-#include "runner/exercise_source.h"
+#include "runner/exercise_files.h"
 
 namespace runner {
 namespace {
@@ -47,7 +47,7 @@ int run_to_files(const std::vector<std::string>& argv, const std::string& out_pa
 std::string read_or_empty(const fs::path& p) {
   try {
     return read_text_file(p.string());
-  } catch (const ExerciseSourceError&) {
+  } catch (const ExerciseError&) {
     return "";
   }
 }
@@ -69,7 +69,7 @@ ExerciseBuild load_exercise_build(const fs::path& json_path) {
   const std::string text = read_text_file(json_path.string());
   const auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("exercises") || !j["exercises"].is_object())
-    throw ExerciseSourceError(
+    throw ExerciseError(
         fmt::format("{} is not the exercises' description the build writes", json_path.string()));
   ExerciseBuild b{.source_dir = j.value("source_dir", ""),
                   .build_dir = j.value("build_dir", ""),
@@ -87,13 +87,13 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
                        bool full) {
   const auto unit = build.units.find(e.id);
   if (unit == build.units.end())
-    throw ExerciseSourceError(
+    throw ExerciseError(
         fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
   const fs::path work = unit->second.work;
   const std::string text = read_text_file(learner_path);
   if (!write_if_changed((work / "learner.cpp").string(),
                         learner_unit(fs::absolute(learner_path).string(), text)))
-    throw ExerciseSourceError(fmt::format("cannot write {}", (work / "learner.cpp").string()));
+    throw ExerciseError(fmt::format("cannot write {}", (work / "learner.cpp").string()));
   std::error_code ec;
   for (const char* log : {"compile.log", "link.log"})
     fs::remove(work / log, ec);  // only this build's messages

@@ -18,7 +18,7 @@
 #include "lab/cli_args.h"
 #include "lab/text.h"
 #include "runner/exercise.h"
-#include "runner/exercise_source.h"
+#include "runner/exercise_files.h"
 #include "runner/progress.h"
 
 namespace runner {
@@ -120,7 +120,7 @@ ExerciseBuild the_build() {
   const fs::path json = fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "exercises.json";
   std::error_code ec;
   if (!fs::exists(json, ec))
-    throw ExerciseSourceError(
+    throw ExerciseError(
         fmt::format("{} is missing: configure the build first (scripts/setup)", json.string()));
   return load_exercise_build(json);
 }
@@ -151,7 +151,7 @@ std::string snapshot(const std::string& path) {
   std::string text;
   try {
     text = read_text_file(path);
-  } catch (const ExerciseSourceError&) {
+  } catch (const ExerciseError&) {
   }
   return std::to_string(ec ? 0 : t.time_since_epoch().count()) + ":" + text;
 }
@@ -176,7 +176,7 @@ int cmd_exercises(int argc, const char* const* argv) {
       if (status != "done" && p.contains("last")) status += ", " + p.value("last", "");
       if (p.value("solution", false)) status += ", solution seen";
     }
-    rows.push_back({e.id, e.title, "labs/" + e.stem + ".cpp", status});
+    rows.push_back({e.id, e.title, "labs/" + e.stem + "/", status});
   }
   for (const auto& line :
        lab::format_table({"ID", "you write", "lab", "status"}, rows, lab::terminal_width()))
@@ -194,8 +194,8 @@ int cmd_exercise(int argc, const char* const* argv) {
   const ExerciseInfo& e = exercise_arg(args, "exercise");
   const fs::path source = AMP_LAB_SOURCE_DIR;
   if (lab::flag(args, "solution")) {
-    const std::string lab_path = "labs/" + e.stem + ".cpp";
-    std::cout << solution_text(parse_lab_source(lab_path, read_text_file((source / lab_path).string())));
+    // The lab's own amp.cpp: saved as the learner's file, it passes every check.
+    std::cout << read_text_file((source / "labs" / e.stem / "amp.cpp").string());
     record(e, [](nlohmann::json& entry) {
       entry["solution"] = true;
       if (!entry.contains("status")) entry["status"] = "started";
@@ -210,13 +210,14 @@ int cmd_exercise(int argc, const char* const* argv) {
     // A workspace that cannot be written is the learner's to fix (another --dir): exit 2 with the cause.
     fs::create_directories(dir, ec);
     if (ec) throw lab::UsageError(fmt::format("cannot make {}: {}", shown(dir), ec.message()));
-    const std::string starter = read_text_file((source / "labs/exercises" / (e.stem + ".cpp")).string());
+    const std::string starter = read_text_file((source / "labs" / e.stem / "exercise.cpp").string());
     errno = 0;
     if (!write_if_changed(file.string(), starter))
       throw lab::UsageError(
           fmt::format("cannot write {}: {}", shown(file), std::strerror(errno ? errno : EIO)));
   }
-  std::cout << fmt::format("exercise {}: {} (lab {}, labs/{}.cpp)\n", e.id, e.title, e.lab, e.stem)
+  std::cout << fmt::format("exercise {}: {} (lab {}, in place of labs/{}/amp.cpp)\n", e.id, e.title, e.lab,
+                           e.stem)
             << fmt::format("{} {}\n", existed ? "your file, kept as it was:" : "your file:", shown(file))
             << "Fill in its TODO lines; the lab's own checks judge the result.\n"
             << fmt::format("  amp-lab check {}{}    build it and run the checks\n", e.id, dir_flag(args))

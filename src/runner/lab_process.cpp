@@ -269,16 +269,11 @@ std::vector<std::string> notices_of(const std::string& err) {
   return notices;
 }
 
-void read_report(LabOutcome& o, const std::string& out, const std::string& heading) {
+void read_report(LabOutcome& o, const std::string& out) {
   try {
     if (out.size() > kMaxReportBytes) throw std::invalid_argument("more than 64 MB of output");
     const nlohmann::json j = nlohmann::json::parse(out);
     o.report = lab::Report::from_json(j);
-    std::vector<std::string> notes;
-    if (j.contains("notes") && j["notes"].is_array())
-      for (const auto& n : j["notes"])
-        if (n.is_string()) notes.push_back(n.get<std::string>());
-    o.dtypes = dtypes_named(notes, heading);
     o.kind = LabOutcome::Kind::Report;
   } catch (const std::exception& e) {
     o.kind = LabOutcome::Kind::Failed;
@@ -297,7 +292,7 @@ void interpret(LabOutcome& o, const Collected& c, const lab::LabDecl& decl) {
     o.message = fmt::format("{} crashed: killed by signal {} ({})", lab_name(decl), WTERMSIG(c.status),
                             strsignal(WTERMSIG(c.status)));
   } else if (o.exit_code == 0 || o.exit_code == 1) {
-    read_report(o, c.out, decl.heading);
+    read_report(o, c.out);
     o.notices = notices_of(c.err);
   } else {
     o.kind = o.exit_code == 2 ? LabOutcome::Kind::Usage : LabOutcome::Kind::Failed;
@@ -332,50 +327,6 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
   }
   interpret(o, c, decl);
   return o;
-}
-
-namespace {
-
-// The low-precision types a text names, in order: "bf16 and fp16".
-std::string types_in(const std::string& text) {
-  static const std::pair<const char*, const char*> kNames[] = {
-      {"fp16", "fp16"}, {"float16", "fp16"}, {"bf16", "bf16"},   {"bfloat16", "bf16"},
-      {"fp8", "fp8"},   {"e4m3", "E4M3"},    {"e4m3fn", "E4M3"}, {"e5m2", "E5M2"}};
-  std::vector<std::string> found;
-  std::string word;
-  int depth =
-      0;  // words in parentheses are asides ("fp16 by default; --dtype bf16 for bf16"), not the types used
-  for (size_t i = 0; i <= text.size(); ++i) {
-    const char c = i < text.size() ? text[i] : ' ';
-    if (depth > 0) word.clear();
-    depth += c == '(' ? 1 : c == ')' && depth > 0 ? -1 : 0;
-    if (depth == 0 && std::isalnum(static_cast<unsigned char>(c))) {
-      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      continue;
-    }
-    for (const auto& [name, shown] : kNames)
-      if (word == name && std::find(found.begin(), found.end(), shown) == found.end()) found.push_back(shown);
-    word.clear();
-  }
-  if (found.size() > 1 && std::find(found.begin(), found.end(), "fp8") != found.end())
-    found.erase(std::find(found.begin(), found.end(), "fp8"));  // "FP8 (E4M3 and E5M2)": the formats say it
-  std::string joined;
-  for (size_t k = 0; k < found.size(); ++k)
-    joined += (k == 0 ? "" : k + 1 == found.size() ? " and " : ", ") + found[k];
-  return joined;
-}
-
-}  // namespace
-
-std::string dtypes_named(const std::vector<std::string>& notes, const std::string& heading) {
-  for (const auto& note : notes)
-    if (note.rfind("dtypes:", 0) == 0)
-      if (std::string t = types_in(note); !t.empty()) return t;
-  if (std::string t = types_in(heading); !t.empty()) return t;
-  for (const auto& note : notes)
-    if (note.rfind("FLIP", 0) != 0)
-      if (std::string t = types_in(note); !t.empty()) return t;
-  return "";
 }
 
 }  // namespace runner

@@ -46,7 +46,6 @@ struct LabOutcome {
   };
   Kind kind = Kind::Failed;
   std::optional<lab::Report> report;
-  std::string dtypes;                // the 16- and 8-bit types the lab says it uses: "fp16", "bf16 and fp16"
   std::vector<std::string> notices;  // what a lab that reported said on stderr ("auto: no CUDA device ...")
   std::string message;               // one line, for every kind but Report
   int exit_code = -1;
@@ -65,9 +64,5 @@ std::optional<LabOutcome> wait_for_build(const lab::LabDecl& decl, std::ostream&
 // Runs the lab with --json and `flags`, showing "running lab NN id... s" on a terminal while it runs.
 LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::string>& flags, std::ostream& out,
                            bool live);
-
-// "fp16", "bf16 and fp16", "E4M3 and E5M2": the low-precision types a lab says it uses, in its "dtypes: ..."
-// note, else its heading, else the first note that names any; empty when nothing does.
-std::string dtypes_named(const std::vector<std::string>& notes, const std::string& heading);
 
 }  // namespace runner

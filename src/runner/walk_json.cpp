@@ -38,7 +38,7 @@ nlohmann::json question_json(const Answered& a, bool reveal) {
   if (a.chosen >= 0) j["answer"] = std::string(1, letter(a.chosen));
   if (a.reported()) {
     j["report"] = a.lab.report->to_json();
-    if (!a.lab.dtypes.empty()) j["dtypes"] = a.lab.dtypes;
+    if (!a.lab.report->dtypes().empty()) j["dtypes"] = a.lab.report->dtypes();
     if (j.contains("correct")) {
       const auto values = values_of(a);
       j["explanation"] = fill(q.explanation, values);

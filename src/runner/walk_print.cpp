@@ -130,9 +130,9 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
     const auto device = header.find("device ");
     if (device != std::string::npos) header.erase(0, device);
   }
-  if (!a.lab.dtypes.empty()) {
+  if (!a.lab.report->dtypes().empty()) {
     const auto seed = header.find(" · seed ");
-    header.insert(seed == std::string::npos ? header.size() : seed, " · " + a.lab.dtypes);
+    header.insert(seed == std::string::npos ? header.size() : seed, " · " + a.lab.report->dtypes());
   }
   if (!options.reveal) header += " · measured in " + lab::num(report.elapsed(), 3) + " s";
   report.set_header(header);

@@ -1,4 +1,4 @@
-// Lab 02: loss scaling, fp16 autocast with an amp::GradScaler (quiz question 2).
+// Lab 02: loss scaling, fp16 autocast with an amp::GradScaler (quiz question 2). The AMP code is in amp.cpp.
 //
 // A small regression whose gradients are genuinely small (small targets, an MSE averaged over 2048
 // outputs, an output layer that starts near zero: src/lab/underflow.h builds it) trains with fp32 master
@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
@@ -50,39 +51,9 @@ constexpr double kNearZeroShare = 0.01;     // with a scale, at most 1% do
 constexpr double kLossTolerance = 0.05;     // fp16 + GradScaler ends within 5% of fp32's final loss
 constexpr double kWorseFactor = 1.5;        // fp16 without scaling ends at least 1.5x fp32's final loss
 
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-// The forward pass and the loss under fp16 autocast: the Linears run in fp16, mse_loss in fp32.
-// dtype kFloat: autocast off, plain fp32. (Unused in exercise 02's harness, where the learner's file has it.)
-[[maybe_unused]] torch::Tensor loss_of(torch::nn::Sequential& model, torch::nn::MSELoss& mse,
-                                       torch::ScalarType dtype, const torch::Tensor& x,
-                                       const torch::Tensor& y) {
-  amp::Autocast autocast(x.device(), torch::kHalf, /*enabled=*/dtype == torch::kHalf);
-  return mse(model->forward(x), y);
-}
-
 }  // namespace
 
 namespace lab02 {
-#ifndef AMP_LAB_EXERCISE  // exercise 02 (amp-lab exercise 02) has the learner write this function
-// One step with fp32 master weights (the model's parameters stay fp32) and loss scaling. With the scaler
-// disabled every scaler call passes through: fp16 without scaling. Returns whether the optimizer stepped.
-bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                torch::nn::MSELoss& mse, torch::ScalarType dtype, const torch::Tensor& x,
-                const torch::Tensor& y) {
-  opt.zero_grad();
-  const torch::Tensor loss = loss_of(model, mse, dtype, x, y);
-  scaler.scale(loss).backward();          // backward from loss x scale: the gradients move up by the scale
-  const bool stepped = scaler.step(opt);  // unscales in fp32 (divides by the scale); skips on inf/NaN
-  // Halves the scale after an overflow; doubles it after growth_interval clean steps.
-  scaler.update();
-  return stepped;
-}
-#else
-bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                torch::nn::MSELoss& mse, torch::ScalarType dtype, const torch::Tensor& x,
-                const torch::Tensor& y);
-#endif  // AMP_LAB_EXERCISE
 
 // skips-exactly-overflows, from three records per step: what the step returned, whether its gradients held
 // an inf or NaN (isfinite, apart from the scaler) and whether any weight changed (bitwise, apart from both).
@@ -201,7 +172,7 @@ std::string show(double v) {
 }
 
 void report_problem(const Result& m, lab::Report& r) {
-  r.note("dtypes: fp32 master weights, fp16 autocast, float64 reference");
+  r.dtypes("fp16", "fp32 master weights, fp16 autocast, float64 reference");
   if (m.ctx.flip) {
     r.note(fmt::format("FLIP: the MSE is summed over {} outputs, not averaged: gradients {}x larger",
                        m.reduced_over, m.reduced_over));

@@ -1,0 +1,25 @@
+// The files an exercise check reads and writes: the learner's file, and the unit the build compiles from it.
+// Nothing here needs LibTorch.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace runner {
+
+// A file an exercise needs that cannot be read or written, or a build that is not what it should be: one
+// line, shown as it is.
+struct ExerciseError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The learner's file as the translation unit the exercise builds: a #line directive first, so that the
+// compiler names the learner's own file and lines, then the file unchanged.
+std::string learner_unit(const std::string& learner_path, const std::string& text);
+
+// Reads a whole file; throws ExerciseError ("cannot read <path>: <why>").
+std::string read_text_file(const std::string& path);
+// Writes `text` unless the file already holds exactly it (so a build sees no change); false on failure.
+bool write_if_changed(const std::string& path, const std::string& text);
+
+}  // namespace runner
