@@ -7,16 +7,29 @@ function(amp_lab_warnings target)
     $<$<CXX_COMPILER_ID:GNU>:-Wno-stringop-overflow -Wno-restrict -Wno-array-bounds>)
 endfunction()
 
-# Code no one times (the runner, the report, the command lines): -Og, which compiles in about half the time
-# of -O3 (the runner's largest unit: 8.1 s against 15.7 s) and keeps the flow analysis GCC's warnings need.
-# The labs' arithmetic runs in LibTorch's kernels; the labs, the amp library and the benchmark stay at -O3
-# (the labs with an exercise are linked from their exercise's -O0 units: amp_lab_add_lab below).
+# Build profiles. Every target states its profile where it is added, beside its sources:
+#   timed  amp_lab_timed_compile(): what the labs and the benchmark measure (the labs, the lab framework, the
+#          amp library, the benchmark): the build type's optimisation (-O3 in Release), on the precompiled
+#          <torch/torch.h> unless told NO_PCH.
+#   quick  amp_lab_quick_compile(): code no one times (the runner, the report, the command lines, the tests):
+#          -Og, which compiles in about half the time of -O3 (the runner's largest unit: 8.1 s against
+#          15.7 s) and keeps the flow analysis GCC's warnings need. The precompiled header, built at -O3,
+#          serves -Og units too (both define __OPTIMIZE__; -Winvalid-pch is on).
+#   judge  amp_lab_add_exercise_unit() (cmake/AmpLabExercises.cmake): a learner's file in place of a lab's
+#          amp.cpp: -O0 on the exercises' own precompiled header, so a check compiles fast.
 # UNITY: the target's units compiled as one (a unity build), so the headers they share are parsed once.
 function(amp_lab_quick_compile target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "UNITY" "" "")
   target_compile_options(${target} PRIVATE $<$<AND:$<CXX_COMPILER_ID:GNU,Clang>,$<NOT:$<CONFIG:Debug>>>:-Og>)
   if(arg_UNITY)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON)
+  endif()
+endfunction()
+
+function(amp_lab_timed_compile target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "NO_PCH" "" "")
+  if(NOT arg_NO_PCH)
+    amp_lab_use_pch(${target})
   endif()
 endfunction()
 
@@ -62,8 +75,10 @@ function(amp_lab_add_lab name)
     endif()
     target_link_libraries(lab_${name}_${part} PUBLIC ${framework})
     amp_lab_warnings(lab_${name}_${part})
-    if(NOT arg_NO_PCH)
-      amp_lab_use_pch(lab_${name}_${part})
+    if(arg_NO_PCH)
+      amp_lab_timed_compile(lab_${name}_${part} NO_PCH)
+    else()
+      amp_lab_timed_compile(lab_${name}_${part})
     endif()
   endforeach()
   add_executable(lab${name} $<TARGET_OBJECTS:lab_${name}_lab> $<TARGET_OBJECTS:lab_${name}_amp>)
