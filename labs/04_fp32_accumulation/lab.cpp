@@ -1,5 +1,5 @@
 // Lab 04: how long sums of fp16 products are accumulated, and what the accumulator's format costs (quiz
-// question 4).
+// question 4). The AMP code is in amp.cpp.
 //
 // Tensor Core GEMMs commonly multiply 16-bit inputs and add the products into an FP32 accumulator. It is
 // common, not universal: Tensor Cores also support FP16 accumulators (PyTorch: allow_fp16_accumulation,
@@ -23,15 +23,19 @@
 #include <string>
 #include <vector>
 
-#include <ATen/Context.h>
 #include <fmt/format.h>
 #include <torch/torch.h>
-#include <torch/version.h>
 
+#include "amp.h"
 #include "lab/hardware.h"
 #include "lab/registry.h"
 
 namespace {
+
+using lab04::blocked_fp16_sums;
+using lab04::CublasFp16Switches;
+using lab04::kHasFp16AccumulationSwitch;
+using lab04::running_sums;
 
 constexpr int64_t kKMin = 256;         // shortest dot product; K doubles from here
 constexpr int64_t kKMax = 65536;       // longest dot product (default mode, CPU and CUDA)
@@ -51,87 +55,7 @@ constexpr double kGrowth = 5.0;             // (a)'s error at the longest K over
 constexpr double kStallShare = 0.5;         // the fp16 sum of 0.01s ends below this share of the exact sum
 constexpr double kFp32SumTol = 1e-3;        // the fp32 sum of 0.01s ends within this relative error
 
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-// Running sums of the rows of `products` ([K, n]: the terms of n dot products), kept in `acc` and read at
-// each length in `at` (ascending). add_ adds in fp32 and rounds the sum to `acc` when it stores it: one
-// rounding per add in fp16. A product of two fp16 values has at most 22 significant bits, exact in fp32.
-std::vector<torch::Tensor> running_sums(const torch::Tensor& products, torch::ScalarType acc,
-                                        const std::vector<int64_t>& at) {
-  torch::Tensor sum = torch::zeros({products.size(1)}, products.options().dtype(acc));
-  std::vector<torch::Tensor> out;
-  for (int64_t k = 1; k <= at.back(); ++k) {
-    sum.add_(products[k - 1]);
-    if (k == at[out.size()]) out.push_back(sum.clone());
-  }
-  return out;
-}
-
-// Blocked fp16 accumulation, one plausible scheme for a kernel with an fp16 accumulator (the lab's model,
-// not a documented kernel): fp16 partial sums of kBlock products, each added to an fp16 running sum
-// (K / kBlock roundings of the large sum instead of K).
-std::vector<torch::Tensor> blocked_fp16_sums(const torch::Tensor& products, const std::vector<int64_t>& at) {
-  torch::Tensor block = torch::zeros({products.size(1)}, products.options().dtype(torch::kHalf));
-  torch::Tensor sum = torch::zeros_like(block);
-  std::vector<torch::Tensor> out;
-  for (int64_t k = 1; k <= at.back(); ++k) {
-    block.add_(products[k - 1]);
-    if (k % kBlock == 0) {
-      sum.add_(block);
-      block.zero_();
-    }
-    if (k == at[out.size()]) out.push_back(sum.clone());
-  }
-  return out;
-}
-
-// cuBLAS's two switches for fp16 GEMMs, set for one scope and restored after: PyTorch's
-// torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction (default true: split-K partial sums
-// may be added in fp16) and allow_fp16_accumulation (default false; true: an fp16 accumulator, LibTorch
-// 2.7+). They change CUDA GEMMs only.
-class CublasFp16Switches {
- public:
-  CublasFp16Switches(bool reduced_precision_reduction, bool fp16_accumulation) {
-    auto& g = at::globalContext();
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
-    const at::CuBLASReductionOption r = g.allowFP16ReductionCuBLAS();  // an enum since 2.10
-    reduced_before_ = r == at::CuBLASReductionOption::AllowReducedPrecisionWithSplitK;
-    splitk_before_ = r != at::CuBLASReductionOption::DisallowReducedPrecisionDisallowSplitK;
-    g.setAllowFP16ReductionCuBLAS(reduced_precision_reduction, splitk_before_);
-#else
-    reduced_before_ = g.allowFP16ReductionCuBLAS();
-    g.setAllowFP16ReductionCuBLAS(reduced_precision_reduction);
-#endif
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
-    fp16_acc_before_ = g.allowFP16AccumulationCuBLAS();
-    g.setAllowFP16AccumulationCuBLAS(fp16_accumulation);
-#else
-    (void)fp16_accumulation;
-#endif
-  }
-  ~CublasFp16Switches() {
-    auto& g = at::globalContext();
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
-    g.setAllowFP16ReductionCuBLAS(reduced_before_, splitk_before_);
-#else
-    g.setAllowFP16ReductionCuBLAS(reduced_before_);
-#endif
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7)
-    g.setAllowFP16AccumulationCuBLAS(fp16_acc_before_);
-#endif
-  }
-  CublasFp16Switches(const CublasFp16Switches&) = delete;
-  CublasFp16Switches& operator=(const CublasFp16Switches&) = delete;
-
- private:
-  bool reduced_before_ = true, splitk_before_ = true, fp16_acc_before_ = false;
-};
-
 // ---- measure: four ways to sum, at every K, against float64; then the running sum of 0.01s ---------------
-
-// Whether this LibTorch can switch cuBLAS to an fp16 accumulator.
-constexpr bool kHasFp16AccumulationSwitch = TORCH_VERSION_MAJOR > 2 ||
-                                            (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 7);
 
 struct Row {
   int64_t k = 0;
@@ -170,7 +94,7 @@ std::vector<Row> sum_four_ways(const lab::Context& ctx, int64_t side, int64_t k_
   std::vector<int64_t> at;
   for (int64_t k = kKMin; k <= k_max; k *= 2) at.push_back(k);
   const auto fp16 = running_sums(products, torch::kHalf, at), fp32 = running_sums(products, acc_b, at);
-  const auto blocked = blocked_fp16_sums(products, at);
+  const auto blocked = blocked_fp16_sums(products, kBlock, at);
   std::vector<Row> rows;
   for (size_t i = 0; i < at.size(); ++i) {
     const int64_t k = at[i];
@@ -282,8 +206,8 @@ Worst worst_over_k(const Result& m) {
 // Before the question: the table and the stalled sum, under neutral words.
 void report_measured(const Result& m, lab::Report& r) {
   const std::string b = lab::short_name(m.acc_b);
+  r.dtypes("fp16", "inputs fp16 (rounded from fp32 uniform [0,1)); results stored as fp16");
   if (m.ctx.flip) r.note("FLIP: (b) and the fp32 sum of 0.01s accumulate in fp16, like (a)");
-  r.note("inputs fp16 (rounded from fp32 uniform [0,1)); results stored as fp16");
   r.note(fmt::format("(a) fp16 running sum, (a') fp16 blocks of {}, (b) {} running sum", kBlock, b));
   r.note("(c) at::matmul: " + m.kernel.text);
   r.section(

@@ -1,4 +1,5 @@
-// Lab 03: bf16 against fp16, what the two 16-bit formats trade (quiz question 3).
+// Lab 03: bf16 against fp16, what the two 16-bit formats trade (quiz question 3). The AMP code is in
+// amp.cpp.
 //
 // Both formats have 16 bits. bf16 spends 8 of them on the exponent, as fp32 does, so it has fp32's range
 // (max about 3.4e38, smallest normal about 1.2e-38); fp16 has 5, so it tops out at 65504 and its smallest
@@ -31,9 +32,13 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "lab/registry.h"
 
 namespace {
+
+using lab03::bits_of;
+using lab03::round_trip;
 
 // Values to round-trip, each chosen to sit just past one format's limit.
 constexpr float kBig = 70000.0f;              // above fp16's max 65504, far below bf16's max
@@ -45,27 +50,7 @@ constexpr float kTieUp = 1.0f + 3 * 0x1p-8f;  // halfway between bf16's 1 + 2^-7
 constexpr int64_t kPatternSamples = 4096;     // random values whose bf16 patterns are compared
 constexpr double kNotTruncatedMin = 0.25;     // nearest-even differs from truncation for >= 25% of them
 
-// ---- The AMP code: the casts autocast makes -------------------------------------------------------------
-
-// fp32 -> dtype -> fp32 through tensor casts on the device, one value per element.
-std::vector<float> round_trip(const std::vector<float>& values, torch::ScalarType dtype,
-                              torch::Device device) {
-  auto t = torch::tensor(values, torch::TensorOptions().dtype(torch::kFloat).device(device));
-  auto back = t.to(dtype).to(torch::kFloat).cpu().contiguous();
-  return {back.data_ptr<float>(), back.data_ptr<float>() + back.numel()};
-}
-
-// The bit patterns of `values` stored as `dtype`, read through an integer view of the same bytes.
-std::vector<uint32_t> bits_of(const torch::Tensor& values, torch::ScalarType dtype) {
-  const auto t = values.to(dtype);
-  const bool two_bytes = t.element_size() == 2;
-  const auto ints = t.view(two_bytes ? torch::kInt16 : torch::kInt32).to(torch::kInt64).cpu().contiguous();
-  const uint32_t mask = two_bytes ? 0xFFFFu : 0xFFFFFFFFu;  // int16 -1 sign-extends: keep 16 bits
-  std::vector<uint32_t> out;
-  for (const int64_t* v = ints.data_ptr<int64_t>(); v != ints.data_ptr<int64_t>() + ints.numel(); ++v)
-    out.push_back(static_cast<uint32_t>(*v) & mask);
-  return out;
-}
+// ---- measure -----------------------------------------------------------------------------------------
 
 // Two ways to make a bf16 pattern from an fp32 one, in integer arithmetic: keep the top 16 bits, or round to
 // the nearest bf16 with ties to even (c10/util/BFloat16.h's round_to_nearest_even, for values not NaN).
@@ -75,8 +60,6 @@ uint32_t truncated_bf16(uint32_t fp32) {
 uint32_t nearest_even_bf16(uint32_t fp32) {
   return (fp32 + 0x7FFFu + ((fp32 >> 16) & 1u)) >> 16;
 }
-
-// ---- measure -----------------------------------------------------------------------------------------
 
 // The numbers numeric_limits knows about one format.
 struct Format {
@@ -176,7 +159,7 @@ std::string show(double v) {
 }
 
 void report_measured(const Result& m, lab::Report& r) {
-  r.note("dtypes: fp32, fp16, bf16 side by side (--dtype does not change this lab)");
+  r.dtypes("fp16 and bf16", "fp32, fp16, bf16 side by side (--dtype does not change this lab)");
   if (m.ctx.flip)
     r.note("FLIP: the bf16 column (bf16*) uses fp16 instead, so bf16's 8 exponent bits are absent");
 

@@ -1,4 +1,5 @@
-// Lab 01: FP32 master weights keep the small updates that 16-bit storage loses (quiz question 1).
+// Lab 01: FP32 master weights keep the small updates that 16-bit storage loses (quiz question 1). The AMP
+// code is in amp.cpp.
 //
 // The mixed-precision step keeps the model's parameters in fp32 (the master weights): autocast runs the
 // forward pass in 16 bits from 16-bit copies of them, and the optimizer adds each update to the fp32
@@ -27,7 +28,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "amp/autocast.h"
+#include "amp.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
 #include "lab/registry.h"
@@ -35,6 +36,8 @@
 
 namespace {
 
+using lab01::master_weights_step;
+using lab01::plain_step;
 using torch::nn::Sequential;
 
 constexpr double kSmallUpdate = 1e-4;     // (a) the update added to w = 1
@@ -51,35 +54,6 @@ constexpr double kLostLarge = 0.5;        // pure 16-bit: mean lost share above 
 constexpr double kWorseRatio = 1.5;       // pure 16-bit: final loss at least this times fp32's
 constexpr double kMasterMaxLost = 0.01;   // master weights: lost share stays below 1% at every step
 constexpr double kTrackTol = 0.05;        // master weights: final loss within 5% of fp32's
-
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-// One step with fp32 master weights: the model's parameters stay fp32; autocast computes the forward pass
-// in `low` (fp16 or bf16) from 16-bit copies of them; the optimizer adds the update to the fp32 weights,
-// where it is not rounded away. fp16 needs the GradScaler (lab 02), bf16 passes `enabled = false` to it.
-bool master_weights_step(Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                         torch::ScalarType low, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), low);
-    loss = torch::mse_loss(model->forward(x).to(torch::kFloat), y);
-  }
-  scaler.scale(loss).backward();          // fp32 gradients for the fp32 weights
-  const bool stepped = scaler.step(opt);  // w -= lr * grad, in fp32
-  scaler.update();
-  return stepped;
-}
-
-// One step of pure 16-bit training: the model was converted with model->to(kHalf), so its weights, their
-// gradients and the optimizer's update are 16-bit, and w - lr * grad is rounded to 16 bits when stored.
-// (The same function trains the fp32 baseline, with an fp32 model.)
-void plain_step(Sequential& model, torch::optim::Optimizer& opt, const torch::Tensor& x,
-                const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::mse_loss(model->forward(x).to(torch::kFloat), y).backward();
-  opt.step();
-}
 
 // ---- measure -----------------------------------------------------------------------------------------
 
@@ -392,8 +366,9 @@ void report_checks(const Result& m, lab::Report& r) {
 }
 
 void report(const Result& m, lab::Report& r) {
-  r.note(fmt::format("dtypes: {} storage and autocast{}, fp32 master weights", lab::short_name(m.low),
-                     m.low == torch::kHalf ? " (+ GradScaler)" : ""));
+  r.dtypes(lab::short_name(m.low),
+           fmt::format("{} storage and autocast{}, fp32 master weights", lab::short_name(m.low),
+                       m.low == torch::kHalf ? " (+ GradScaler)" : ""));
   if (m.ctx.flip) r.note("FLIP: the 16-bit weights are stored in fp32, so no update can be lost");
   report_rounding(m, r);
   report_training(m, r);
