@@ -1,4 +1,5 @@
-// Lab 07: bf16 trains without a loss scale where fp16 needs one (quiz question 7).
+// Lab 07: bf16 trains without a loss scale where fp16 needs one (quiz question 7). The AMP code is in
+// amp.cpp.
 //
 // The same small-gradient problem as lab 02 (src/lab/underflow.h: small targets, an MSE averaged over
 // 2048 outputs, an output layer that starts near zero), trained with fp32 master weights. The bf16 step is
@@ -24,6 +25,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 #include "lab/registry.h"
@@ -31,6 +33,7 @@
 
 namespace {
 
+using namespace lab07;
 namespace uf = lab::underflow;
 
 constexpr int64_t kTrainSteps = 300;        // Adam steps per training run (as lab 02)
@@ -42,35 +45,6 @@ constexpr double kSubstantialShare = 0.20;  // fp16 at scale 1 zeroes at least 2
 constexpr double kAboutAsWell = 0.10;  // bf16 without a scaler ends within 10% of fp16 + GradScaler's loss
 constexpr double kWorseFactor = 1.5;   // fp16 without a scaler ends at least 1.5x fp16 + GradScaler's loss
 constexpr double kCoarserMin = 4, kCoarserMax = 16;  // bf16's rounding error / fp16's: about 2^(11-8) = 8
-
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-// The forward pass and the loss under autocast to `dtype`: the Linears run in 16 bits, mse_loss in fp32.
-// dtype kFloat: autocast off, plain fp32.
-torch::Tensor loss_of(torch::nn::Sequential& model, torch::ScalarType dtype, const torch::Tensor& x,
-                      const torch::Tensor& y) {
-  amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);
-  return torch::mse_loss(model->forward(x), y);
-}
-
-// bf16: autocast alone. bf16 has fp32's exponent range, so the gradients need no loss scale: a plain
-// backward() and step(). (fp16 through this same step: no scaling.)
-void step_without_scaler(torch::nn::Sequential& model, torch::optim::Optimizer& opt, torch::ScalarType dtype,
-                         const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  loss_of(model, dtype, x, y).backward();  // backward outside autocast
-  opt.step();
-}
-
-// fp16: autocast and a GradScaler, as in lab 02.
-void fp16_step_with_scaler(torch::nn::Sequential& model, torch::optim::Optimizer& opt,
-                           amp::GradScaler& scaler, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  scaler.scale(loss_of(model, torch::kHalf, x, y)).backward();  // backward from loss x scale
-  scaler.step(opt);                                             // unscales in fp32; skips on inf/NaN
-  // Halves the scale after an overflow; doubles it after growth_interval clean steps.
-  scaler.update();
-}
 
 // ---- measure -----------------------------------------------------------------------------------------
 
@@ -178,7 +152,7 @@ std::string pow2(double v) {
 
 void report_measured(const Result& m, lab::Report& r) {
   const std::string bf16 = m.ctx.flip ? "\"bf16\"" : "bf16";
-  r.note("dtypes: bf16 and fp16 autocast, fp32 master weights, float64 reference");
+  r.dtypes("bf16 and fp16", "bf16 and fp16 autocast, fp32 master weights, float64 reference");
   if (m.ctx.flip) r.note("FLIP: fp16 is used wherever the lab uses bf16 (\"bf16\")");
   auto row = [](const std::string& name, const Limits& l) {
     return std::vector<std::string>{name, lab::sci(l.min_subnormal), lab::sci(l.min_normal),

@@ -1,4 +1,5 @@
-// Lab 05: what 16-bit values do to a training step's memory and speed (quiz question 5).
+// Lab 05: what 16-bit values do to a training step's memory and speed (quiz question 5). The AMP code
+// is in amp.cpp.
 //
 // One small MLP (3 x Linear with ReLUs, MSE: the PyTorch AMP recipe's shape, scaled to the device) trains
 // with Adam three ways: in fp32; with 16-bit weights and an fp32 master copy that Adam updates (the
@@ -27,6 +28,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
@@ -35,6 +37,8 @@
 #include "lab/registry.h"
 
 namespace {
+
+using namespace lab05;
 
 constexpr int kLayers = 3;              // the recipe's 3 x Linear
 constexpr double kLearningRate = 1e-3;  // Adam's and SGD's; bytes and timings do not depend on it
@@ -46,8 +50,7 @@ constexpr int64_t kAlignedN = 4096;     // CUDA: an fp16 matmul size that is a m
 constexpr int64_t kUnalignedN = 4097;   // ... and one that is not (Tensor Cores want multiples of 8)
 constexpr double kKernelBound = 0.8;    // "the kernel is the slow part": 16-bit mm below 0.8x via-fp32
 
-// ---- The AMP code ------------------------------------------------------------------------------------
-
+// The MLP of every run: kLayers Linear(width, width) with ReLUs between them.
 torch::nn::Sequential make_mlp(int64_t width) {
   torch::nn::Sequential mlp;
   for (int i = 0; i < kLayers; ++i) {
@@ -55,43 +58,6 @@ torch::nn::Sequential make_mlp(int64_t width) {
     mlp->push_back(torch::nn::Linear(width, width));
   }
   return mlp;
-}
-
-// One training step, for fp32 (autocast and scaler off), bf16 (autocast) and fp16 (autocast and a
-// GradScaler): the fp32 weights stay fp32, autocast runs each Linear on 16-bit copies of them.
-void train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                torch::ScalarType dtype, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);
-    loss = torch::mse_loss(model->forward(x), y);
-  }
-  scaler.scale(loss).backward();
-  scaler.step(opt);
-  scaler.update();
-}
-
-// Pure 16-bit training with fp32 master weights (Micikevicius et al. 2018): the model is stored in 16
-// bits; the optimizer updates an fp32 copy, which is rounded back into the model after each step. The
-// fp32 gradients exist only during the optimizer step. (fp16 would also need a loss scale: lab 02.)
-std::vector<torch::Tensor> master_copy(torch::nn::Sequential& model16) {
-  std::vector<torch::Tensor> master;
-  for (const auto& p : model16->parameters()) master.push_back(p.detach().to(torch::kFloat).requires_grad_());
-  return master;
-}
-void master_step(torch::nn::Sequential& model16, std::vector<torch::Tensor>& master,
-                 torch::optim::Optimizer& opt, const torch::Tensor& x16, const torch::Tensor& y) {
-  model16->zero_grad();
-  torch::mse_loss(model16->forward(x16).to(torch::kFloat), y).backward();
-  const auto params = model16->parameters();
-  for (size_t i = 0; i < params.size(); ++i) master[i].mutable_grad() = params[i].grad().to(torch::kFloat);
-  opt.step();
-  torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < params.size(); ++i) {
-    params[i].copy_(master[i]);  // rounds the updated fp32 weights to 16 bits
-    master[i].mutable_grad() = torch::Tensor();
-  }
 }
 
 // ---- measure, part 1: memory ---------------------------------------------------------------------------
@@ -465,6 +431,9 @@ std::string device_line(const lab::Hardware& hw) {
 
 void report(const Result& m, lab::Report& r) {
   const std::string lp = marked(m, m.ctx.dtype);
+  r.dtypes("bf16 and fp16", "fp32 baseline; " + lp +
+                                " (--dtype) in the 16-bit model (an fp32 master copy beside it) and under "
+                                "autocast; bf16 and fp16 both timed; float64 reference for the output error");
   if (m.ctx.flip) r.note("FLIP: the " + lp + " tensors are stored in fp32 and autocast is disabled");
   r.note(device_line(m.hw));
   report_memory(m, r);

@@ -1,5 +1,5 @@
 // Lab 08: what autocast does: it picks a dtype per op from documented lists; it does not convert
-// everything (quiz question 8).
+// everything (quiz question 8). The AMP code is in amp.cpp.
 //
 // 21 representative ops run under amp::Autocast (torch.autocast) and with autocast off, and the lab prints
 // the dtype each returns. After the answer it sets them next to the policy PyTorch documents for the
@@ -12,9 +12,9 @@
 //
 // Run:  build/bin/lab08_autocast_policy [--device cpu|cuda] [--dtype fp16|bf16] [--quick] [--seed N] [--json]
 //       (--quick changes nothing: the lab is small)
-// --flip: every autocast region is constructed disabled (Autocast(..., enabled=false)), so all six checks
-//         fail: policy-matches, per-op-choice, in-place-left-alone, params-stay-fp32, close-not-bitwise,
-//         nested-region-off.
+// --flip: amp.cpp's regions are given fp32 for their 16-bit type, so every one is constructed disabled
+//         (Autocast(..., enabled=false)) and all six checks fail: policy-matches, per-op-choice,
+//         in-place-left-alone, params-stay-fp32, close-not-bitwise, nested-region-off.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -25,11 +25,13 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "amp/autocast.h"
+#include "amp.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
 
 namespace {
+
+using namespace lab08;
 
 constexpr int64_t kRows = 8;            // small operands: this lab is about dtypes, not speed
 constexpr int64_t kCols = 16;           // feature width of the operands
@@ -38,49 +40,6 @@ constexpr int64_t kInFeatures = 512;    // the layer's inner dimension: long eno
 constexpr int64_t kOutFeatures = 256;   // the layer's outputs
 constexpr double kCloseEpsilons = 4.0;  // "close": max error under 4 epsilons of the 16-bit type
 constexpr double kDifferShare = 0.5;    // "not bitwise equal": more than half the outputs differ
-
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-// An op under autocast. There is nothing to convert by hand: autocast looks the op up in its lists and
-// casts the inputs it takes (enabled=false: the op runs as written).
-torch::Tensor under_autocast(torch::Device device, torch::ScalarType lowp, bool enabled,
-                             const std::function<torch::Tensor()>& op) {
-  amp::Autocast autocast(device, lowp, enabled);
-  return op();
-}
-
-// A layer: the forward pass under autocast computes with 16-bit copies of the fp32 weights; backward runs
-// outside autocast and leaves fp32 gradients on the fp32 parameters.
-torch::Tensor forward_backward(torch::nn::Linear& layer, const torch::Tensor& x, torch::ScalarType lowp,
-                               bool enabled) {
-  torch::Tensor y;
-  {
-    amp::Autocast autocast(x.device(), lowp, enabled);
-    y = layer->forward(x);
-  }
-  y.to(torch::kFloat).sum().backward();
-  return y;
-}
-
-// mm's dtype in an autocast region, inside a nested region that switches autocast off (as around an op
-// that must run in fp32), and after that nested region.
-struct NestedDtypes {
-  torch::ScalarType outer, inner, after;
-  bool inner_enabled;  // at::autocast's flag inside the nested region
-};
-NestedDtypes nested_off(const torch::Tensor& a, const torch::Tensor& b, torch::ScalarType lowp,
-                        bool enabled) {
-  amp::Autocast autocast(a.device(), lowp, enabled);
-  NestedDtypes d{};
-  d.outer = torch::mm(a, b).scalar_type();
-  {
-    amp::Autocast off(a.device(), lowp, /*enabled=*/false);
-    d.inner = torch::mm(a, b).scalar_type();
-    d.inner_enabled = amp::is_autocast_enabled(a.device().type());
-  }
-  d.after = torch::mm(a, b).scalar_type();
-  return d;
-}
 
 // ---- The documented policy (aten/src/ATen/autocast_mode.cpp) -----------------------------------------
 
@@ -189,9 +148,10 @@ struct Result {
 
 Result measure(const lab::Context& ctx) {
   Result m{.ctx = ctx};
-  const bool on = !ctx.flip;
+  // The type the autocast regions get; --flip: fp32, so that each is constructed disabled.
+  const torch::ScalarType lowp = ctx.flip ? torch::kFloat : ctx.dtype;
   for (const OpCase& op : op_cases(ctx.device, ctx.dtype)) {
-    const torch::Tensor out = under_autocast(ctx.device, ctx.dtype, on, op.run);
+    const torch::Tensor out = under_autocast(ctx.device, lowp, op.run);
     const torch::Tensor off = op.run();  // autocast off: the dtype the op gives by itself
     OpRow row{.name = op.name,
               .inputs = lab::short_names(op.inputs),
@@ -212,7 +172,7 @@ Result measure(const lab::Context& ctx) {
   torch::nn::Linear layer(torch::nn::LinearOptions(kInFeatures, kOutFeatures));
   layer->to(ctx.device);
   const auto x = torch::randn({kBatch, kInFeatures}, torch::TensorOptions().device(ctx.device));
-  const torch::Tensor y_amp = forward_backward(layer, x, ctx.dtype, on);
+  const torch::Tensor y_amp = forward_backward(layer, x, lowp);
   m.layer_dtype = y_amp.scalar_type();
   for (const auto& p : layer->parameters()) {
     ++m.params;
@@ -227,7 +187,7 @@ Result measure(const lab::Context& ctx) {
   m.differ_share = y_amp.to(torch::kFloat).ne(y_fp32).to(torch::kDouble).mean().item<double>();
 
   const auto f32 = torch::TensorOptions().dtype(torch::kFloat).device(ctx.device);
-  m.nested = nested_off(torch::randn({kRows, kCols}, f32), torch::randn({kCols, kCols}, f32), ctx.dtype, on);
+  m.nested = nested_off(torch::randn({kRows, kCols}, f32), torch::randn({kCols, kCols}, f32), lowp);
   return m;
 }
 
@@ -358,6 +318,8 @@ void report_checks(const Result& m, lab::Report& r) {
 void report(const Result& m, lab::Report& r) {
   const std::string dev = m.ctx.device.str(), lp = lab::short_name(m.ctx.dtype);
   const bool on = !m.ctx.flip;
+  r.dtypes("bf16", "fp32 inputs, weights and gradients; " + lp + " (--dtype) for autocast's 16-bit ops; " +
+                       "float64 reference");
   if (!on) r.note("FLIP: the same ops run with autocast disabled (Autocast(..., enabled=false))");
   r.section(fmt::format("{} ops under Autocast({}, {}{}) and off ({} inputs: a matmul's output)",
                         m.ops.size(), dev, lp, on ? "" : ", enabled=false", lp));
