@@ -1,17 +1,24 @@
-// A wrong solution kept by the tests (tests/test_exercises.cpp): no unscale_ before clipping: the clip
-// threshold meets scaled gradients.
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 06's amp.cpp with no unscale_ before
+// clipping: the clip threshold meets scaled gradients.
 //
 // expect-hint: clip-scaled
-#include "exercise/06_amp_api.h"
+#include "amp.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include "amp/autocast.h"
+#include "amp/checkpoint.h"
 
 namespace lab06 {
-// The GradScaler for a precision: only fp16 needs loss scaling; disabled, every call passes through.
+
+namespace F = torch::nn::functional;
+
 amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype) {
+  // Only fp16 needs loss scaling (bf16 has fp32's exponent range); disabled, every call passes through.
   return amp::GradScaler(device, {.growth_interval = kGrowthInterval, .enabled = dtype == torch::kHalf});
 }
 
-// One training step, correct for fp32 (autocast and scaler off), bf16 (autocast) and fp16 (both).
-// Returns whether the optimizer stepped (false: the scaler found inf/NaN gradients and skipped it).
 bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
                 torch::ScalarType dtype, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
@@ -32,8 +39,10 @@ void save(const std::string& path, torch::nn::Sequential& model, torch::optim::O
           amp::GradScaler& scaler) {
   amp::save_checkpoint(path, *model, opt, scaler);
 }
+
 void resume(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
             amp::GradScaler& scaler) {
   amp::load_checkpoint(path, *model, opt, scaler);
 }
+
 }  // namespace lab06

@@ -1,27 +1,29 @@
-// A wrong solution kept by the tests (tests/test_exercises.cpp): step() and update() per micro-batch, inside
-// the loop.
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 09's amp.cpp with step() and update()
+// per micro-batch, inside the loop.
 //
 // expect-hint: step-per-micro-batch
-#include "exercise/09_gradient_accumulation.h"
+#include "amp.h"
+
+#include "amp/autocast.h"
 
 namespace lab09 {
-// One update of the weights from kMicro micro-batches, PyTorch's recipe. Each loss is divided by kMicro (the
-// mean over the whole batch), scaled and back-propagated: .grad sums gradients that all carry one scale.
-// unscale_ (inside step), step and update run after the last micro-batch. Returns whether it stepped.
+
 bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
                 bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
+  opt.zero_grad();  // once: .grad sums all kMicro micro-batches
   bool stepped = false;
   for (int64_t m = 0; m < kMicro; ++m) {
     torch::Tensor loss;
     {
       amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);  // forward and loss only
+      // Divided by kMicro: the sum of the micro-batches' losses is the whole batch's mean.
       loss = torch::mse_loss(model->forward(micro(x, m)), micro(y, m)) / static_cast<double>(kMicro);
     }
     scaler.scale(loss).backward();
-    stepped = scaler.step(opt);
+    stepped = scaler.step(opt);  // inside the loop: a step per micro-batch
     scaler.update();
   }
   return stepped;
 }
+
 }  // namespace lab09

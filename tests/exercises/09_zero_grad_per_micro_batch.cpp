@@ -1,26 +1,28 @@
-// A wrong solution kept by the tests (tests/test_exercises.cpp): zero_grad() inside the loop: only the last
-// micro-batch's gradients remain.
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 09's amp.cpp with zero_grad() inside
+// the loop: only the last micro-batch's gradients remain.
 //
 // expect-hint: zero-grad-inside
-#include "exercise/09_gradient_accumulation.h"
+#include "amp.h"
+
+#include "amp/autocast.h"
 
 namespace lab09 {
-// One update of the weights from kMicro micro-batches, PyTorch's recipe. Each loss is divided by kMicro (the
-// mean over the whole batch), scaled and back-propagated: .grad sums gradients that all carry one scale.
-// unscale_ (inside step), step and update run after the last micro-batch. Returns whether it stepped.
+
 bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
                 bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
   for (int64_t m = 0; m < kMicro; ++m) {
-    opt.zero_grad();
+    opt.zero_grad();  // inside the loop: each micro-batch clears the ones before
     torch::Tensor loss;
     {
       amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);  // forward and loss only
+      // Divided by kMicro: the sum of the micro-batches' losses is the whole batch's mean.
       loss = torch::mse_loss(model->forward(micro(x, m)), micro(y, m)) / static_cast<double>(kMicro);
     }
-    scaler.scale(loss).backward();  // adds this micro-batch's scaled gradients to .grad
+    scaler.scale(loss).backward();  // adds this micro-batch's scaled gradients to .grad, all of one scale
   }
   const bool stepped = scaler.step(opt);  // unscales the sum in place; skipped if it holds inf/NaN
-  scaler.update();                        // the next scale, from this step's inf check
+  scaler.update();                        // the next scale, from this step's inf check, once per batch
   return stepped;
 }
+
 }  // namespace lab09

@@ -1,4 +1,5 @@
 // Lab 09: gradient accumulation with a GradScaler (PyTorch's AMP examples, "Gradient accumulation"; Q9).
+// The AMP code is in amp.cpp.
 //
 // A batch of 64 samples is split into 4 micro-batches. Each micro-batch's loss is divided by 4, scaled and
 // back-propagated, so .grad sums scaled gradients; unscale_, step and update run once, after the last one.
@@ -21,6 +22,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
@@ -30,9 +32,9 @@
 
 namespace {
 
+using namespace lab09;  // kMicro, kMicroBatch and micro() (amp.h), accumulate (amp.cpp)
+
 constexpr int64_t kIn = 32, kHidden = 64, kOut = 8;  // a two-layer tanh MLP regressor, its teacher alike
-constexpr int64_t kMicro = 4;                        // micro-batches per optimizer step
-constexpr int64_t kMicroBatch = 16;                  // samples per micro-batch: 64 per step
 constexpr double kLr = 0.05;                         // SGD learning rate
 constexpr double kCompareScale = 1024;               // the one-batch comparison: no overflow, no growth
 constexpr double kInitScale = 1 << 24;  // training: far too high, the first steps overflow and back off
@@ -42,40 +44,10 @@ constexpr double kFp16TolFactor = 3.0;  // fp16: within 3x the whole batch's own
 constexpr double kMovedFactor = 100.0;  // "moved": at least 100x fp32's summation-order difference
 constexpr double kSameInBoth = 0.1;     // fp16's difference within 10% of fp32's: not fp16's doing
 
-torch::Tensor micro(const torch::Tensor& t, int64_t m) {
-  return t.narrow(/*dim=*/0, m * kMicroBatch, kMicroBatch);
-}
+// ---- The reference: the ordinary step on the whole batch at once ---------------------------------------
 
-}  // namespace
-
-// ---- The AMP code ----------------------------------------------------------------------------------------
-
-namespace lab09 {
-#ifndef AMP_LAB_EXERCISE  // exercise 09 (amp-lab exercise 09) has the learner write this function
-// One update of the weights from kMicro micro-batches, PyTorch's recipe. Each loss is divided by kMicro (the
-// mean over the whole batch), scaled and back-propagated: .grad sums gradients that all carry one scale.
-// unscale_ (inside step), step and update run after the last micro-batch. Returns whether it stepped.
-bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  for (int64_t m = 0; m < kMicro; ++m) {
-    torch::Tensor loss;
-    {
-      amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);  // forward and loss only
-      loss = torch::mse_loss(model->forward(micro(x, m)), micro(y, m)) / static_cast<double>(kMicro);
-    }
-    scaler.scale(loss).backward();  // adds this micro-batch's scaled gradients to .grad
-  }
-  const bool stepped = scaler.step(opt);  // unscales the sum in place; skipped if it holds inf/NaN
-  scaler.update();                        // the next scale, from this step's inf check
-  return stepped;
-}
-#else
-bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                bool autocast, const torch::Tensor& x, const torch::Tensor& y);
-#endif  // AMP_LAB_EXERCISE
-
-// The ordinary step on the whole batch at once, for comparison.
+// The step every accumulated update is compared with: here, not in amp.cpp, so the learner's file cannot
+// move it.
 bool whole_batch(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
                  bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
   opt.zero_grad();
@@ -89,11 +61,6 @@ bool whole_batch(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp
   scaler.update();
   return stepped;
 }
-
-}  // namespace lab09
-
-namespace {
-using namespace lab09;
 
 // ---- The other orders the question offers, run on the same batch ---------------------------------------
 
@@ -453,9 +420,9 @@ void report_explained(const Result& m, lab::Report& r) {
 }
 
 void report(const Result& m, lab::Report& r) {
-  r.note(fmt::format("fp16 autocast, whatever --dtype says{}: the type a GradScaler exists for",
+  r.dtypes("fp16", "fp16 autocast, fp32 weights, float64 reference");
+  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
                      m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
-  r.note("fp32 weights; float64 reference");
   if (m.ctx.flip) r.note("FLIP: the lab's loop runs backward, step and update after every micro-batch");
   report_compared(m, r);
   report_training(m, r);

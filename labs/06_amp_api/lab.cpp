@@ -1,4 +1,4 @@
-// Lab 06: torch.amp in C++, one training step for fp32, bf16 and fp16 (quiz question 6).
+// Lab 06: torch.amp in C++, one training step for fp32, bf16 and fp16 (Q6). The AMP code is in amp.cpp.
 //
 // The mixed-precision training step, written once: amp::Autocast (torch.amp.autocast) around the forward
 // pass and the loss, then amp::GradScaler (torch.amp.GradScaler): scale(loss).backward(), unscale_ so the
@@ -22,8 +22,8 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
-#include "amp/checkpoint.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
@@ -32,6 +32,7 @@
 
 namespace {
 
+using namespace lab06;  // kClipNorm and kGrowthInterval (amp.h), the step and the checkpoint (amp.cpp)
 namespace F = torch::nn::functional;
 
 constexpr int64_t kIn = 32, kHidden = 128, kClasses = 10;  // MLP widths; labels from a random teacher MLP
@@ -39,62 +40,8 @@ constexpr int64_t kSamples = 2048;                         // fixed training set
 constexpr int64_t kBatch = 64;                             // minibatch size
 constexpr double kLr = 1e-3;                               // AdamW learning rate
 constexpr double kWeightDecay = 0.01;                      // AdamW weight decay
-constexpr double kClipNorm = 1.0;                          // clip_grad_norm_ threshold, on unscaled gradients
-constexpr int64_t kGrowthInterval = 10;  // the scale doubles after 10 clean steps (PyTorch: 2000)
-constexpr double kTrained = 0.7;         // "trained": final loss below 0.7x the initial one
-constexpr double kSameTol = 0.01;        // 16-bit within 1% of fp32, same steps applied
-
-}  // namespace
-
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-namespace lab06 {
-#ifndef AMP_LAB_EXERCISE  // exercise 06 (amp-lab exercise 06) has the learner write this code
-// The GradScaler for a precision: only fp16 needs loss scaling; disabled, every call passes through.
-amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype) {
-  return amp::GradScaler(device, {.growth_interval = kGrowthInterval, .enabled = dtype == torch::kHalf});
-}
-
-// One training step, correct for fp32 (autocast and scaler off), bf16 (autocast) and fp16 (both).
-// Returns whether the optimizer stepped (false: the scaler found inf/NaN gradients and skipped it).
-bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                torch::ScalarType dtype, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);  // forward and loss only
-    loss = F::cross_entropy(model->forward(x), y);  // the Linears run in 16 bits, cross_entropy in fp32
-  }
-  scaler.scale(loss).backward();  // backward outside autocast; scale() multiplies by the loss scale
-  scaler.unscale_(opt);           // true-size gradients, so the clip threshold means what it says
-  torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
-  const bool stepped = scaler.step(opt);  // skipped if unscale_ found inf/NaN (the step's one host sync)
-  scaler.update();  // fp16: halve the scale after an overflow, grow it after clean steps
-  return stepped;
-}
-
-// The scaler's scale and growth tracker are training state: a checkpoint without them does not resume fp16.
-void save(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
-          amp::GradScaler& scaler) {
-  amp::save_checkpoint(path, *model, opt, scaler);
-}
-void resume(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
-            amp::GradScaler& scaler) {
-  amp::load_checkpoint(path, *model, opt, scaler);
-}
-#else
-amp::GradScaler make_scaler(torch::Device device, torch::ScalarType dtype);
-bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                torch::ScalarType dtype, const torch::Tensor& x, const torch::Tensor& y);
-void save(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
-          amp::GradScaler& scaler);
-void resume(const std::string& path, torch::nn::Sequential& model, torch::optim::Optimizer& opt,
-            amp::GradScaler& scaler);
-#endif  // AMP_LAB_EXERCISE
-}  // namespace lab06
-
-namespace {
-using namespace lab06;
+constexpr double kTrained = 0.7;                           // "trained": final loss below 0.7x the initial one
+constexpr double kSameTol = 0.01;                          // 16-bit within 1% of fp32, same steps applied
 
 // ---- measure: train each precision, uninterrupted and resumed from the halfway checkpoint ---------------
 
@@ -278,6 +225,7 @@ double gap(double a, double b) {
 void report_runs(const Result& m, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
+  r.dtypes("bf16 and fp16", "fp32 weights, the Linears in bf16 or fp16, float64 evaluation");
   if (m.ctx.flip) r.note("FLIP: the resumed runs load model and optimizer, but start with a fresh scaler");
   r.section(fmt::format("{} AdamW steps of a {}-{}-{}-{} MLP, batch {}, clip {}, checkpoint after step {}",
                         m.steps, kIn, kHidden, kHidden, kClasses, kBatch, kClipNorm, m.steps / 2));
