@@ -1,4 +1,5 @@
-// Lab 10: a gradient penalty with a GradScaler (PyTorch's AMP examples, "Gradient penalty"; Q10).
+// Lab 10: a gradient penalty with a GradScaler (PyTorch's AMP examples, "Gradient penalty"; Q10). The AMP
+// code is in amp.cpp.
 //
 // The penalty is the L2 norm of the loss's gradients with respect to the weights, added to the loss.
 // torch::autograd::grad of the *scaled* loss returns scaled gradients, so the recipe multiplies them by
@@ -10,8 +11,9 @@
 //
 // Run:  build/bin/lab10_gradient_penalty [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16 whatever --dtype says: the type a GradScaler exists for)
-// --flip: the multiply by 1/scale is left out: the penalty comes from the scaled gradients. Checks
-//         penalty-matches-fp64, penalty-gradients-match-fp64 and training-matches-fp32 fail.
+// --flip: the fp16 run steps with penalty_step_scaled_grads (below), amp.cpp's step without the multiply by
+//         1/scale: the penalty comes from the scaled gradients. Checks penalty-matches-fp64,
+//         penalty-gradients-match-fp64 and training-matches-fp32 fail.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -20,6 +22,7 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 #include "lab/registry.h"
@@ -36,24 +39,14 @@ constexpr double kPenaltyTol = 0.01;  // the fp16-autocast run's penalty within 
 constexpr double kGradTol = 0.01;     // the optimizer's gradients within 1% (relative norm) of float64's
 constexpr double kTrainTol = 0.05;    // fp16 final loss within 5% of fp32's
 
-}  // namespace
+using namespace lab10;
 
-// ---- The AMP code ----------------------------------------------------------------------------------------
+// ---- --flip ----------------------------------------------------------------------------------------------
 
-namespace lab10 {
-
-struct Step {
-  double loss = 0, penalty = 0;
-  bool stepped = true;
-};
-
-#ifndef AMP_LAB_EXERCISE  // exercise 10 (amp-lab exercise 10) has the learner write this function
-// One training step with a gradient penalty, PyTorch's recipe. autograd::grad of the scaled loss returns
-// gradients multiplied by the scale (create_graph: the penalty is differentiated too); multiply them by
-// 1/scale, compute the penalty with autocast on, and back-propagate the scaled loss + penalty. step()
-// unscales .grad and skips on inf/NaN; update() as usual. `unscale` false (--flip): the multiply is left out.
-Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                  bool autocast, const torch::Tensor& x, const torch::Tensor& y, bool unscale) {
+// penalty_step (amp.cpp) with the multiply by 1/scale left out: the penalty of the scaled gradients.
+Step penalty_step_scaled_grads(torch::nn::Sequential& model, torch::optim::Optimizer& opt,
+                               amp::GradScaler& scaler, bool autocast, const torch::Tensor& x,
+                               const torch::Tensor& y) {
   opt.zero_grad();
   torch::Tensor loss;
   {
@@ -62,12 +55,11 @@ Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, am
   }
   const auto scaled = torch::autograd::grad({scaler.scale(loss)}, model->parameters(), /*grad_outputs=*/{},
                                             /*retain_graph=*/true, /*create_graph=*/true);
-  const double inv_scale = 1.0 / scaler.get_scale();  // disabled scaler (fp32, float64): 1
   torch::Tensor penalty;
   {
     amp::Autocast ac(x.device(), torch::kHalf, /*enabled=*/autocast);
     torch::Tensor sum_sq = torch::zeros({}, loss.options());
-    for (const auto& g : scaled) sum_sq = sum_sq + (unscale ? g * inv_scale : g).pow(2).sum();
+    for (const auto& g : scaled) sum_sq = sum_sq + g.pow(2).sum();
     penalty = sum_sq.sqrt();
   }
   scaler.scale(loss + penalty).backward();
@@ -75,22 +67,14 @@ Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, am
   scaler.update();
   return {loss.item<double>(), penalty.item<double>(), stepped};
 }
-#else
-Step penalty_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                  bool autocast, const torch::Tensor& x, const torch::Tensor& y, bool unscale);
-#endif  // AMP_LAB_EXERCISE
-
-}  // namespace lab10
-
-namespace {
-using namespace lab10;
 
 // ---- measure -----------------------------------------------------------------------------------------
 
 struct Run {
   std::string name;
-  torch::ScalarType dtype;  // of the weights and data
-  bool fp16 = false;        // autocast and an enabled scaler
+  torch::ScalarType dtype;                      // of the weights and data
+  bool fp16 = false;                            // autocast and an enabled scaler
+  decltype(&penalty_step) step = penalty_step;  // --flip: the fp16 run's is penalty_step_scaled_grads
   Step first, last;
   torch::Tensor first_grads;  // what the optimizer received at step 0 (.grad after step's unscale)
   int skipped = 0;
@@ -134,13 +118,13 @@ double norm_of(const std::vector<torch::Tensor>& grads, torch::ScalarType dtype)
   return sum_sq.sqrt().item<double>();
 }
 
-void train(const Setup& s, int64_t steps, bool flip, Run& run) {
+void train(const Setup& s, int64_t steps, Run& run) {
   torch::nn::Sequential m = copy_of(s.start, run.dtype);
   torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
   amp::GradScaler scaler(s.x.device(), {.init_scale = kInitScale, .enabled = run.fp16});
   const auto x = s.x.to(run.dtype), y = s.y.to(run.dtype);
   for (int64_t i = 0; i < steps; ++i) {
-    const Step st = penalty_step(m, opt, scaler, run.fp16, x, y, /*unscale=*/!(run.fp16 && flip));
+    const Step st = run.step(m, opt, scaler, run.fp16, x, y);
     if (i == 0) {
       run.first = st;
       run.first_grads = flat_grads(m);
@@ -197,8 +181,11 @@ Result measure(const lab::Context& ctx) {
   }
   r.runs = {{.name = "float64", .dtype = torch::kDouble},
             {.name = "fp32", .dtype = torch::kFloat},
-            {.name = ctx.flip ? "fp16, not unscaled" : "fp16 recipe", .dtype = torch::kFloat, .fp16 = true}};
-  for (Run& run : r.runs) train(s, r.steps, ctx.flip, run);
+            {.name = ctx.flip ? "fp16, not unscaled" : "fp16 recipe",
+             .dtype = torch::kFloat,
+             .fp16 = true,
+             .step = ctx.flip ? penalty_step_scaled_grads : penalty_step}};
+  for (Run& run : r.runs) train(s, r.steps, run);
   other_answers(s, r);
   return r;
 }
@@ -277,9 +264,9 @@ void report_other_answers(const Result& m, lab::Report& r) {
 }
 
 void report(const Result& m, lab::Report& r) {
-  r.note(fmt::format("fp16 autocast, whatever --dtype says{}: the type a GradScaler exists for",
+  r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
+  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
                      m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
-  r.note("fp32 weights; float64 reference");
   r.note("penalty = ||d loss / d weights||_2, added to the loss");
   if (m.ctx.flip) r.note("FLIP: the penalty comes from the scaled gradients (no multiply by 1/scale)");
   report_step0(m, r);

@@ -1,4 +1,4 @@
-// Exercise 12: custom autograd functions under autocast (lab 12, labs/12_custom_autograd.cpp).
+// Exercise 12: custom autograd functions under autocast. This is lab 12's amp.cpp with its guards taken out.
 //
 // Write the forward and backward of two custom functions so that they behave under fp16 autocast:
 //   RowNormFp32     the norm of each row of h, which overflows fp16 (the rows' sums of squares reach ~7e6):
@@ -6,14 +6,16 @@
 //   MatMulAutocast  a.mm(b) that follows autocast in forward, and whose backward (which autograd runs
 //                   outside autocast) must run under the same autocast state, or mm refuses the mix of an
 //                   fp16 and an fp32 operand.
-// The code below is the plain functions, without guards: the lab's checks fail on it.
+// The code below is the plain functions, without guards: the lab's checks fail on it. The lab
+// (labs/12_custom_autograd/lab.cpp) runs them where it runs its own, under fp16 autocast against float64.
 //
-//   amp-lab check 12    builds this file with the lab and runs the lab's checks on it
+//   amp-lab check 12    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 12    the same on every save, until every check holds
 //
 // amp/custom_function.h: amp::CustomFwd fwd(ctx, device_type, cast_inputs) (torch.amp.custom_fwd), whose
 // fwd.cast(t) casts t to cast_inputs, and amp::CustomBwd bwd(ctx, device_type) (torch.amp.custom_bwd).
-#include "exercise/12_custom_autograd.h"
+#include "amp.h"
+
 #include "amp/custom_function.h"
 
 namespace lab12 {
@@ -34,11 +36,11 @@ variable_list RowNormFp32::backward(AutogradContext* ctx, variable_list grad) {
 torch::Tensor MatMulAutocast::forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
   // TODO: guard forward with amp::CustomFwd, without cast_inputs: it records autocast's state.
   ctx->save_for_backward({a, b});
-  return a.mm(b);
+  return a.mm(b);  // under autocast: mm casts both to fp16
 }
 
 variable_list MatMulAutocast::backward(AutogradContext* ctx, variable_list grad) {
-  const auto saved = ctx->get_saved_variables();
+  const auto saved = ctx->get_saved_variables();  // a fp16, b fp32
   // TODO: guard backward with amp::CustomBwd, so its mm calls cast their operands as forward's did.
   return {grad[0].mm(saved[1].t()), saved[0].t().mm(grad[0])};
 }

@@ -1,5 +1,6 @@
 // Lab 12: custom autograd functions under autocast (PyTorch's AMP examples, "Custom autograd functions";
-// Q12), with amp::CustomFwd / amp::CustomBwd, the C++ form of torch.amp.custom_fwd / custom_bwd.
+// Q12), with amp::CustomFwd / amp::CustomBwd, the C++ form of torch.amp.custom_fwd / custom_bwd. The AMP
+// code is in amp.cpp.
 //
 // Part 1, a function that needs fp32: the row norms sqrt(sum(h^2)) of a layer's activations, with a
 // hand-written backward (dh = dn * h / n). Under fp16 autocast the activations arrive in fp16, and a row's
@@ -14,7 +15,7 @@
 //       (fp16 whatever --dtype says: the 16-bit type with the narrow range)
 // That the unguarded function overflows follows from the data (activations of std 120, rows of 512): the
 // lab shows it (plain_non_finite, clipped_non_finite, row_sumsq_min), it does not check it.
-// --flip: the guarded functions lose their guards (no CustomFwd, no CustomBwd): checks
+// --flip: the guarded runs take the functions without guards (RowNormPlain, MatMulPlain below): checks
 //         cast-inputs-matches-fp64 and custom-bwd-mixed-dtypes fail.
 #include <algorithm>
 #include <cmath>
@@ -25,15 +26,12 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include "amp.h"
 #include "amp/autocast.h"
-#include "amp/custom_function.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 
 namespace {
-
-using torch::autograd::AutogradContext;
-using torch::autograd::variable_list;
 
 constexpr int64_t kIn = 64, kWidth = 512;  // activations h = x @ w, kWidth per row
 constexpr double kActStd = 120.0;          // activation scale: a row's sum of squares is ~7e6
@@ -41,58 +39,6 @@ constexpr double kClip = 255.0;            // below sqrt(65504) = 255.9: no sing
 constexpr double kFp16Max = 65504.0;       // fp16's largest finite value
 constexpr double kTol = 1e-2;              // guarded fp16 vs float64, relative (fp16 rounds to ~5e-4)
 
-}  // namespace
-
-// ---- The AMP code ----------------------------------------------------------------------------------------
-
-namespace lab12 {
-
-// Row norms that need fp32. CustomFwd(cast_inputs=fp32) casts the fp16 input to fp32 and turns autocast off
-// until forward returns (torch.amp.custom_fwd(device_type=..., cast_inputs=torch.float32)); CustomBwd runs
-// backward under the autocast state forward recorded (custom_bwd): here off, so backward stays in fp32.
-struct RowNormFp32 : torch::autograd::Function<RowNormFp32> {
-#ifndef AMP_LAB_EXERCISE  // exercise 12 (amp-lab exercise 12) has the learner write these functions
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h) {
-    amp::CustomFwd fwd(ctx, h.device().type(), /*cast_inputs=*/torch::kFloat);
-    h = fwd.cast(h);
-    const auto n = (h * h).sum(/*dim=*/1).sqrt();
-    ctx->save_for_backward({h, n});
-    return n;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    const auto saved = ctx->get_saved_variables();
-    amp::CustomBwd bwd(ctx, saved[0].device().type());
-    return {grad[0].unsqueeze(1) * saved[0] / saved[1].unsqueeze(1)};
-  }
-#else
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor h);
-  static variable_list backward(AutogradContext* ctx, variable_list grad);
-#endif  // AMP_LAB_EXERCISE
-};
-
-// a.mm(b) that follows autocast: CustomFwd (no cast_inputs) records autocast's state, forward runs under
-// it (mm casts both to fp16); CustomBwd runs backward under the same state, so its mm calls cast again.
-struct MatMulAutocast : torch::autograd::Function<MatMulAutocast> {
-#ifndef AMP_LAB_EXERCISE
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b) {
-    amp::CustomFwd fwd(ctx, a.device().type());
-    ctx->save_for_backward({a, b});
-    return a.mm(b);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad) {
-    const auto saved = ctx->get_saved_variables();
-    amp::CustomBwd bwd(ctx, saved[0].device().type());
-    return {grad[0].mm(saved[1].t()), saved[0].t().mm(grad[0])};
-  }
-#else
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor a, torch::Tensor b);
-  static variable_list backward(AutogradContext* ctx, variable_list grad);
-#endif  // AMP_LAB_EXERCISE
-};
-
-}  // namespace lab12
-
-namespace {
 using namespace lab12;
 
 // ---- The same functions without guards ------------------------------------------------------------------
@@ -281,9 +227,9 @@ void report_guarded(const Result& m, lab::Report& r) {
 }
 
 void report(const Result& m, lab::Report& r) {
-  r.note(fmt::format("fp16 autocast, whatever --dtype says{}: the 16-bit type with the narrow range",
+  r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
+  r.note(fmt::format("fp16 whatever --dtype says{}: the 16-bit type with the narrow range",
                      m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
-  r.note("fp32 weights; float64 reference");
   if (m.ctx.flip) r.note("FLIP: the guarded functions lose their guards (no CustomFwd, no CustomBwd)");
   report_norms(m, r);
   report_mixed(m, r);

@@ -1,5 +1,5 @@
 // Lab 11: several models, losses and optimizers with one GradScaler (PyTorch's AMP examples, "Working with
-// multiple models, losses, and optimizers"; Q11).
+// multiple models, losses, and optimizers"; Q11). The AMP code is in amp.cpp.
 //
 // Two models read the same input; two losses mix both outputs (loss0 = mse(2 out0 + 3 out1), loss1 =
 // mse(3 out0 - 5 out1)), so each loss sends gradients into both models. The recipe scales each loss with
@@ -25,14 +25,12 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "amp/autocast.h"
+#include "amp.h"
 #include "amp/grad_scaler.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 
 namespace {
-
-using Stepped = std::array<bool, 2>;  // whether optimizer 0 and optimizer 1 stepped
 
 constexpr int64_t kIn = 16, kOut = 4;   // each model: one Linear layer
 constexpr int64_t kBatch = 32;          // a fresh batch every step
@@ -42,42 +40,6 @@ constexpr double kInitScale = 1024;     // low enough that nothing overflows by 
 constexpr int64_t kGrowthInterval = 4;  // the scale doubles after 4 clean updates (PyTorch: 2000)
 constexpr double kGradTol = 0.02;       // unscaled fp16 gradients within 2% (relative norm) of fp32's
 
-}  // namespace
-
-// ---- The AMP code ----------------------------------------------------------------------------------------
-
-namespace lab11 {
-#ifndef AMP_LAB_EXERCISE  // exercise 11 (amp-lab exercise 11) has the learner write this code
-// Forward under autocast and both backward passes. Each loss mixes both outputs, so each sends gradients
-// into both models. The recipe scales both losses with one scaler: pass it as scaler0 and scaler1.
-void backward(torch::nn::Linear& m0, torch::nn::Linear& m1, amp::GradScaler& scaler0,
-              amp::GradScaler& scaler1, const torch::Tensor& x, const torch::Tensor& y) {
-  torch::Tensor loss0, loss1;
-  {
-    amp::Autocast ac(x.device(), torch::kHalf);
-    const auto out0 = m0->forward(x), out1 = m1->forward(x);
-    loss0 = torch::mse_loss(2 * out0 + 3 * out1, y);
-    loss1 = torch::mse_loss(3 * out0 - 5 * out1, y);
-  }
-  scaler0.scale(loss0).backward(/*gradient=*/{}, /*retain_graph=*/true);  // the graphs share out0 and out1
-  scaler1.scale(loss1).backward();
-}
-
-// The recipe's steps: each optimizer's step() unscales and checks only its own gradients (and skips alone on
-// inf/NaN); then one update() for both, which backs the scale off if either found inf/NaN.
-Stepped step_recipe(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1, amp::GradScaler& scaler) {
-  const bool s0 = scaler.step(o0), s1 = scaler.step(o1);
-  scaler.update();
-  return {s0, s1};
-}
-#else
-void backward(torch::nn::Linear& m0, torch::nn::Linear& m1, amp::GradScaler& scaler0,
-              amp::GradScaler& scaler1, const torch::Tensor& x, const torch::Tensor& y);
-Stepped step_recipe(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1, amp::GradScaler& scaler);
-#endif  // AMP_LAB_EXERCISE
-}  // namespace lab11
-
-namespace {
 using namespace lab11;
 
 // ---- The other loops the question offers ---------------------------------------------------------------
@@ -385,9 +347,9 @@ void add_checks(const Result& m, lab::Report& r) {
 }
 
 void report(const Result& m, lab::Report& r) {
-  r.note(fmt::format("fp16 autocast, whatever --dtype says{}: the type a GradScaler exists for",
+  r.dtypes("fp16", "fp32 weights, fp16 autocast, fp32 reference gradients");
+  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
                      m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
-  r.note("fp32 weights; fp32 reference gradients");
   if (m.ctx.flip)
     r.note("FLIP: the lab's loop gives each optimizer its own scaler, each loss \"its\" scaler");
   report_loops(m, r);
