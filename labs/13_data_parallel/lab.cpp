@@ -1,4 +1,5 @@
-// Lab 13: data-parallel AMP on c10d, and the inf/NaN verdict of sharded gradients (quiz question 13).
+// Lab 13: data-parallel AMP on c10d, and the inf/NaN verdict of sharded gradients (quiz question 13). The
+// AMP code is in amp.cpp.
 //
 // Two ranks (WORLD_SIZE=2..6 for more) train one MLP under fp16 autocast with amp::GradScaler, each on
 // batches of its own, three ways from the same start:
@@ -8,7 +9,8 @@
 //   sharded-global  the same, the scaler given the process group (GradScalerOptions::process_group):
 //                   found_inf is all-reduced before step() decides.
 // The scale grows every 3 steps, so the last layer's gradient keeps overflowing while the first layers'
-// stay finite: the inf lands in one rank's shard.
+// stay finite: the inf lands in one rank's shard. The ranks, their store and their process group are
+// src/lab/rank_launch.h's (lab::run_ranks).
 //
 // Run:  build/bin/lab13_data_parallel [--quick] [--seed N] [--device cpu|cuda] [--json]
 //       It starts the ranks itself, as processes of this executable on 127.0.0.1, and hosts their store.
@@ -20,108 +22,35 @@
 // That ddp's ranks skip the same steps holds by construction (every rank unscales the same all-reduced
 // gradients), so the lab shows it and does not check it.
 // --flip: sharded-global's scaler gets no process group; check sharded-global-matches-ddp then fails.
-#include <net/if.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "amp/autocast.h"
+#include "amp.h"
 #include "amp/distributed.h"
 #include "amp/grad_scaler.h"
-#include "lab/cli.h"
 #include "lab/measure.h"
+#include "lab/rank_launch.h"
 #include "lab/ranks.h"
 #include "lab/registry.h"
 #include "lab/text.h"
 
 namespace {
 
+using namespace lab13;
+
 constexpr int64_t kSteps = 200, kStepsQuick = 40;    // SGD steps per run
 constexpr int64_t kBatch = 64;                       // per rank and step
 constexpr int64_t kIn = 16, kHidden = 64, kOut = 8;  // MLP widths; targets tanh(x @ teacher)
 constexpr double kLr = 0.05, kMomentum = 0.9;        // SGD
-constexpr double kInitScale = 65536.0;               // 2^16, the scaler's default start
-constexpr int64_t kGrowthInterval = 3;               // the scale doubles after 3 clean steps (PyTorch: 2000)
 constexpr int kDefaultWorld = 2, kMaxWorld = 6;      // 6 parameter tensors: at most one shard each
 constexpr std::chrono::seconds kRunDeadline{240};    // the spawned ranks' whole run
 constexpr double kMixOff = 1.5;  // check: once the scales part, an applied gradient this far off, or further
-
-}  // namespace
-
-// ---- The AMP code ------------------------------------------------------------------------------------
-
-namespace lab13 {
-#ifndef AMP_LAB_EXERCISE  // exercise 13 (amp-lab exercise 13) has the learner write this code
-// This rank's scaler. With sharded gradients, give it the process group: found_inf is then all-reduced
-// before step() decides, so every rank skips the same steps (PyTorch's ShardedGradScaler).
-amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d::Backend>& pg,
-                            bool global_verdict) {
-  amp::GradScalerOptions options{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
-  if (global_verdict) options.process_group = amp::found_inf_all_reduce(pg);
-  return amp::GradScaler(device, options);
-}
-#else
-amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d::Backend>& pg,
-                            bool global_verdict);
-#endif  // AMP_LAB_EXERCISE
-}  // namespace lab13
-
-namespace {
-using namespace lab13;
-
-// Forward under fp16 autocast, then the scaled backward: this rank's gradients, times this rank's scale.
-void forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
-                      const torch::Tensor& y) {
-  model->zero_grad();  // every gradient, not only the optimizer's shard: all of them are all-reduced
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), torch::kHalf);
-    loss = torch::mse_loss(model->forward(x), y);
-  }
-  scaler.scale(loss).backward();
-}
-
-// DDP's gradient all-reduce, in one bucket (ZeRO's reduce-scatter sums alike): the ranks' scaled gradients,
-// averaged. Each rank scaled its own by its own scale, so the sum holds one factor only while they agree.
-void all_reduce_gradients(torch::nn::Sequential& model, const c10::intrusive_ptr<c10d::Backend>& pg) {
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : model->parameters()) grads.push_back(p.grad());
-  std::vector<torch::Tensor> bucket{at::flatten_dense_tensors(grads)};
-  pg->allreduce(bucket)->wait();  // fails after the group's timeout when a rank stops answering
-  bucket[0].div_(pg->getSize());
-  const std::vector<torch::Tensor> reduced = at::unflatten_dense_tensors(bucket[0], grads);
-  for (size_t i = 0; i < grads.size(); ++i) grads[i].copy_(reduced[i]);
-}
-
-// `opt` holds what this rank updates: every parameter (DDP) or its shard, and step() unscales and checks
-// only those gradients. Sharded, each owner then broadcasts its shard (owner_of[i]: parameter i's owner;
-// empty for DDP).
-bool step_and_update(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                     const c10::intrusive_ptr<c10d::Backend>& pg, const std::vector<int>& owner_of) {
-  const bool stepped = scaler.step(opt);  // skipped when found_inf (this shard's, or all-reduced) is set
-  const std::vector<torch::Tensor> params = model->parameters();
-  for (int owner = 0; !owner_of.empty() && owner < pg->getSize(); ++owner) {
-    std::vector<torch::Tensor> shard;
-    for (size_t i = 0; i < params.size(); ++i)
-      if (owner_of[i] == owner) shard.push_back(params[i].data());
-    std::vector<torch::Tensor> flat{at::flatten_dense_tensors(shard)};
-    c10d::BroadcastOptions from_owner;
-    from_owner.rootRank = owner;
-    pg->broadcast(flat, from_owner)->wait();
-    const std::vector<torch::Tensor> received = at::unflatten_dense_tensors(flat[0], shard);
-    for (size_t i = 0; i < shard.size(); ++i) shard[i].copy_(received[i]);
-  }
-  scaler.update();  // backs off after an inf it saw, grows after clean steps
-  return stepped;
-}
 
 // ---- measure: the ranks' runs ------------------------------------------------------------------------
 
@@ -130,13 +59,11 @@ struct Experiment {
   bool sharded;         // each rank steps only the parameters it owns (else all of them: DDP)
   bool global_verdict;  // the scaler has the process group (--flip: not even in sharded-global)
 };
-constexpr Experiment kExperiments[] = {
-    {"ddp", false, false}, {"sharded-local", true, false}, {"sharded-global", true, true}};
-constexpr size_t kNumExperiments = std::size(kExperiments);
+constexpr Experiment kDdp{"ddp", false, false}, kShardedLocal{"sharded-local", true, false},
+    kShardedGlobal{"sharded-global", true, true};
+constexpr const Experiment* kExperiments[] = {&kDdp, &kShardedLocal, &kShardedGlobal};  // the order they run
 
-struct RankSetup {
-  int rank = 0, world = 0;
-  torch::Device device = torch::kCPU;
+struct RunSetup {  // the same on every rank
   int64_t steps = 0;
   uint64_t seed = 0;
   bool flip = false;
@@ -187,22 +114,23 @@ std::vector<int> shard_owners(size_t n, int world) {
   return owners;
 }
 
-RankRun run_on_rank(const Experiment& e, const RankSetup& s, const c10::intrusive_ptr<c10d::Backend>& pg) {
+RankRun run_on_rank(const Experiment& e, const lab::RankSlot& r, const RunSetup& s) {
+  const c10::intrusive_ptr<c10d::Backend>& pg = r.group;
   torch::manual_seed(s.seed);  // the same start on every rank, in every run
   torch::nn::Sequential model = make_mlp();
-  model->to(s.device);
-  const torch::Tensor teacher = torch::randn({kIn, kOut}).to(s.device);
+  model->to(r.device);
+  const torch::Tensor teacher = torch::randn({kIn, kOut}).to(r.device);
   const std::vector<torch::Tensor> params = model->parameters();
-  const std::vector<int> owners = e.sharded ? shard_owners(params.size(), s.world) : std::vector<int>{};
+  const std::vector<int> owners = e.sharded ? shard_owners(params.size(), r.world) : std::vector<int>{};
   std::vector<torch::Tensor> mine;
   for (size_t i = 0; i < params.size(); ++i)
-    if (owners.empty() || owners[i] == s.rank) mine.push_back(params[i]);
+    if (owners.empty() || owners[i] == r.rank) mine.push_back(params[i]);
   torch::optim::SGD opt(mine, torch::optim::SGDOptions(kLr).momentum(kMomentum));
-  amp::GradScaler scaler = make_scaler(s.device, pg, e.global_verdict && !s.flip);
+  amp::GradScaler scaler = make_scaler(r.device, pg, e.global_verdict && !s.flip);
   RankRun run;
   for (int64_t step = 0; step < s.steps; ++step) {
-    torch::manual_seed(s.seed + 1 + static_cast<uint64_t>(step * s.world + s.rank));  // this rank's batch
-    const torch::Tensor x = torch::randn({kBatch, kIn}).to(s.device), y = torch::tanh(x.matmul(teacher));
+    torch::manual_seed(s.seed + 1 + static_cast<uint64_t>(step * r.world + r.rank));  // this rank's batch
+    const torch::Tensor x = torch::randn({kBatch, kIn}).to(r.device), y = torch::tanh(x.matmul(teacher));
     run.scales.push_back(static_cast<float>(scaler.get_scale()));
     forward_backward(model, scaler, x, y);
     const bool own_inf = any_nonfinite(params);
@@ -217,168 +145,80 @@ RankRun run_on_rank(const Experiment& e, const RankSetup& s, const c10::intrusiv
   return run;
 }
 
-// ---- measure: the process group, the ranks, the store -----------------------------------------------
+// ---- measure: every rank's runs, gathered ------------------------------------------------------------
+
+struct Runs {  // each experiment's runs, one per rank in rank order
+  std::vector<RankRun> ddp, sharded_local, sharded_global;
+};
 
 struct Result {
   lab::Context ctx;
   int world = 0;
   int64_t steps = 0;
-  std::string where;                       // spawned here, or this rank of a job
-  std::string backend;                     // which c10d backend, on which tensors, and why
-  std::string sockets;                     // where Gloo's sockets bind
-  std::chrono::milliseconds timeout{0};    // the longest one network wait may take
-  std::string grad_dtype;                  // the dtype of the gradients the ranks all-reduced ("fp32")
-  bool fp16_all_reduce_exact = false;      // an fp16 tensor all-reduced once, its sum exact on every rank
-  std::vector<std::vector<RankRun>> runs;  // [experiment][rank]
+  std::string where;                     // spawned here, or this rank of a job
+  std::string backend;                   // which c10d backend, on which tensors, and why
+  std::string sockets;                   // where Gloo's sockets bind
+  std::chrono::milliseconds timeout{0};  // the longest one network wait may take
+  std::string grad_dtype;                // the dtype of the gradients the ranks all-reduced ("fp32")
+  bool fp16_all_reduce_exact = false;    // an fp16 tensor all-reduced once, its sum exact on every rank
+  Runs runs;
 };
 
-bool is_loopback(const std::string& host) {
-  return host.rfind("127.", 0) == 0 || host == "localhost" || host == "::1";
+std::string key(const Experiment& e, const char* what) {
+  return fmt::format("{}/{}", e.name, what);
 }
 
-// Where Gloo's sockets bind: the interface GLOO_SOCKET_IFNAME names, when set; else 127.0.0.1 when the
-// master is a loopback address (every rank on this machine); else this machine's hostname. {host, words}.
-std::pair<std::string, std::string> gloo_sockets(const std::string& master) {
-  const std::string ifname = lab::env("GLOO_SOCKET_IFNAME");
-  if (!ifname.empty()) {
-    if (ifname.size() >= IF_NAMESIZE || if_nametoindex(ifname.c_str()) == 0)
-      throw lab::UsageError("GLOO_SOCKET_IFNAME names no network interface of this machine: " +
-                            lab::quote(ifname));
-    return {"", "interface " + ifname + " (GLOO_SOCKET_IFNAME)"};
-  }
-  if (is_loopback(master))
-    return {"127.0.0.1", "127.0.0.1 (MASTER_ADDR is loopback; GLOO_SOCKET_IFNAME unset)"};
-  return {"", "this machine's hostname (GLOO_SOCKET_IFNAME unset)"};
-}
-
-// NCCL when every rank has a GPU of its own (and this build has NCCL); otherwise Gloo.
-c10::intrusive_ptr<c10d::Backend> make_group(const c10::intrusive_ptr<c10d::Store>& store, const RankSetup& s,
-                                             const std::string& gloo_host,
-                                             std::chrono::milliseconds timeout) {
-  if (s.device.is_cuda() && amp::nccl_built() && torch::cuda::device_count() >= std::max<int64_t>(2, s.world))
-    return amp::make_nccl_group(store, s.rank, s.world, timeout);
-  return amp::make_gloo_group(store, s.rank, s.world, gloo_host, timeout);
-}
-
-std::string backend_words(const Result& m) {
-  if (!m.ctx.cuda()) return "c10d Gloo on CPU tensors";
-  const int64_t gpus = torch::cuda::device_count();
-  if (amp::nccl_built() && gpus >= std::max(2, m.world)) return "c10d NCCL on CUDA tensors, one GPU per rank";
-  return fmt::format("c10d Gloo on CUDA tensors ({})",
-                     amp::nccl_built() ? fmt::format("NCCL needs a GPU per rank: {} for {}", gpus, m.world)
-                                       : std::string("this build has no NCCL"));
-}
-
-std::string key(const std::string& what, int rank) {
-  return fmt::format("amp-lab/dp/{}/{}", what, rank);
-}
-
-// Everything one rank does: its process group, the three runs, its results into the store.
-void serve_as_rank(const RankSetup& s, const c10::intrusive_ptr<c10d::Store>& store,
-                   const std::string& gloo_host, std::chrono::milliseconds timeout) {
-  if (s.device.is_cuda()) torch::cuda::synchronize();  // the CUDA context exists before the group
-  const c10::intrusive_ptr<c10d::Backend> pg = make_group(store, s, gloo_host, timeout);
+// Everything one rank does on its process group: an fp16 all-reduce, then the three runs, by name.
+lab::RankValues serve_as_rank(const lab::RankSlot& r, const RunSetup& s) {
   std::vector<torch::Tensor> half{
-      torch::full({4}, 0.5 + s.rank, torch::dtype(torch::kHalf).device(s.device))};
-  pg->allreduce(half)->wait();  // fp16 tensors cross processes too: 0.5 + 1.5 + ... is exact in fp16
-  const double expected = 0.5 * s.world * s.world;
+      torch::full({4}, 0.5 + r.rank, torch::dtype(torch::kHalf).device(r.device))};
+  r.group->allreduce(half)->wait();  // fp16 tensors cross processes too: 0.5 + 1.5 + ... is exact in fp16
+  const double expected = 0.5 * r.world * r.world;
   const bool exact = (half[0].to(torch::kDouble) == expected).all().item<bool>();
-  std::string grad_dtypes;
-  for (size_t e = 0; e < kNumExperiments; ++e) {
-    const RankRun run = run_on_rank(kExperiments[e], s, pg);
-    grad_dtypes = run.grad_dtype;
-    const std::string k = key(kExperiments[e].name, s.rank);
-    lab::store_set(*store, k + "/weights", run.weights.data(), run.weights.size() * sizeof(float));
-    lab::store_set(*store, k + "/scales", run.scales.data(), run.scales.size() * sizeof(float));
-    lab::store_set(*store, k + "/verdicts", run.verdicts.data(), run.verdicts.size());
+  lab::RankValues values;
+  for (const Experiment* e : kExperiments) {
+    RankRun run = run_on_rank(*e, r, s);
+    values.strings["grad_dtype"] = run.grad_dtype;
+    values.strings[key(*e, "verdicts")] = std::move(run.verdicts);
+    values.floats[key(*e, "scales")] = std::move(run.scales);
+    values.floats[key(*e, "weights")] = std::move(run.weights);
   }
-  const std::string info = fmt::format("{}|{}", exact ? 1 : 0, grad_dtypes);
-  lab::store_set(*store, key("info", s.rank), info.data(), info.size());  // last: the reader waits for it
+  values.strings["fp16_all_reduce_exact"] = exact ? "1" : "0";
+  return values;
 }
 
-void fetch(c10d::Store& store, Result& m) {
-  m.runs.assign(kNumExperiments, {});
-  m.fp16_all_reduce_exact = true;
-  for (int rank = 0; rank < m.world; ++rank) {
-    const std::string info = lab::store_get_string(store, key("info", rank));
-    m.fp16_all_reduce_exact &= info.rfind("1|", 0) == 0;
-    m.grad_dtype = info.substr(info.find('|') + 1);
-    for (size_t e = 0; e < kNumExperiments; ++e) {
-      const std::string k = key(kExperiments[e].name, rank);
-      RankRun run;
-      run.verdicts = lab::store_get_string(store, k + "/verdicts");
-      run.scales = lab::store_get_floats(store, k + "/scales");
-      run.weights = lab::store_get_floats(store, k + "/weights");
-      m.runs[e].push_back(std::move(run));
-    }
-  }
-}
-
-// This process is one rank of a job: rank 0 hosts the store, unless the launcher (torchrun's agent) does.
-void run_as_job_rank(const lab::JobEnv& job, const std::string& gloo_host, std::chrono::milliseconds timeout,
-                     Result& m) {
-  m.where = fmt::format("rank {} of a job at {}:{}", job.rank, job.master_addr, job.master_port);
-  const bool hosts_store = job.rank == 0 && !job.agent_store;
-  lab::quiet_c10d_warnings();  // a timeout is said once, below, naming the rank at fault
-  const auto store = lab::connect_store(job.master_addr, job.master_port, hosts_store, timeout);
-  // Every rank there before the process group: one that never came is named, not Gloo's missing key.
-  lab::await_ranks(*store, job.rank, m.world, timeout);
-  const torch::Device device =
-      m.ctx.cuda() ? torch::Device(torch::kCUDA, job.rank % torch::cuda::device_count()) : m.ctx.device;
-  try {
-    serve_as_rank({.rank = job.rank,
-                   .world = m.world,
-                   .device = device,
-                   .steps = m.steps,
-                   .seed = m.ctx.seed,
-                   .flip = m.ctx.flip},
-                  store, gloo_host, timeout);
-    fetch(*store, m);
-  } catch (const lab::UsageError&) {
-    throw;
-  } catch (const std::exception& e) {  // a collective or a store read timed out, or a rank failed
-    throw std::runtime_error(lab::job_failure(*store, job.rank, m.world, timeout, e));
-  }
-  if (!job.agent_store) lab::store_barrier(*store, "amp-lab/dp/read", job.rank, m.world, timeout);
-}
-
-// This process is the launcher: it hosts the store on a free port and starts the ranks, processes of
-// this lab's executable, as torchrun would (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
-void launch_ranks(std::chrono::milliseconds timeout, Result& m) {
-  m.where = "spawned on 127.0.0.1";
-  const auto store = lab::connect_store("127.0.0.1", 0, /*server=*/true, timeout);
-  const int port = lab::store_port(*store);
-  lab::SpawnOptions o{.world = m.world, .program = lab::rank_program("data-parallel")};
-  for (std::string arg : {"--json", "--device", m.ctx.cuda() ? "cuda" : "cpu", "--seed"})
-    o.program.args.push_back(arg);
-  o.program.args.push_back(std::to_string(m.ctx.seed));
-  if (m.ctx.quick) o.program.args.push_back("--quick");
-  if (m.ctx.flip) o.program.args.push_back("--flip");
-  o.vars_of = [&](int rank) {
-    return std::vector<std::string>{
-        fmt::format("RANK={}", rank),          fmt::format("LOCAL_RANK={}", rank),
-        fmt::format("WORLD_SIZE={}", m.world), "MASTER_ADDR=127.0.0.1",
-        fmt::format("MASTER_PORT={}", port),   "TORCHELASTIC_USE_AGENT_STORE=True"};
-  };
-  o.deadline = kRunDeadline;
-  o.pids_file = lab::env("AMP_LAB_RANK_PIDS");
-  lab::spawn_ranks(o);
-  fetch(*store, m);
+std::vector<RankRun> runs_of(const std::vector<lab::RankValues>& ranks, const Experiment& e) {
+  std::vector<RankRun> runs;
+  for (const lab::RankValues& v : ranks)
+    runs.push_back({.verdicts = v.get_string(key(e, "verdicts")),
+                    .scales = v.get_floats(key(e, "scales")),
+                    .weights = v.get_floats(key(e, "weights"))});
+  return runs;
 }
 
 Result measure(const lab::Context& ctx) {
-  const std::chrono::milliseconds timeout = lab::rank_timeout();  // every value checked before any rank runs
-  const std::optional<lab::JobEnv> job = lab::job_env(kMaxWorld);
-  Result m{.ctx = ctx, .steps = ctx.quick ? kStepsQuick : kSteps};
-  m.world = job ? job->world : lab::env_int("WORLD_SIZE", 2, kMaxWorld, kDefaultWorld);
-  const auto [gloo_host, sockets] = gloo_sockets(job ? job->master_addr : "127.0.0.1");
-  m.sockets = sockets;
-  m.timeout = timeout;
-  m.backend = backend_words(m);
-  if (job)
-    run_as_job_rank(*job, gloo_host, timeout, m);
-  else
-    launch_ranks(timeout, m);
+  const RunSetup setup{.steps = ctx.quick ? kStepsQuick : kSteps, .seed = ctx.seed, .flip = ctx.flip};
+  const lab::RanksRun ranks = lab::run_ranks(ctx,
+                                             {.lab = "data-parallel",
+                                              .max_world = kMaxWorld,
+                                              .default_world = kDefaultWorld,
+                                              .deadline = kRunDeadline},
+                                             [&](const lab::RankSlot& r) { return serve_as_rank(r, setup); });
+  Result m{.ctx = ctx,
+           .world = ranks.world,
+           .steps = setup.steps,
+           .where = ranks.where,
+           .backend = ranks.backend,
+           .sockets = ranks.sockets,
+           .timeout = ranks.timeout};
+  m.fp16_all_reduce_exact = true;
+  for (const lab::RankValues& v : ranks.ranks) {
+    m.fp16_all_reduce_exact &= v.get_string("fp16_all_reduce_exact") == "1";
+    m.grad_dtype = v.get_string("grad_dtype");
+  }
+  m.runs = {.ddp = runs_of(ranks.ranks, kDdp),
+            .sharded_local = runs_of(ranks.ranks, kShardedLocal),
+            .sharded_global = runs_of(ranks.ranks, kShardedGlobal)};
   return m;
 }
 
@@ -426,6 +266,25 @@ Summary summarize(const std::vector<RankRun>& ranks, const Experiment& e) {
   }
   for (const RankRun& r : ranks) s.replicas_equal &= r.weights == ranks[0].weights;
   return s;
+}
+
+// What the report reads of one experiment: its ranks' runs, their summary, and how far rank 0's weights
+// ended from ddp's (max |w - w_ddp| / max |w_ddp|).
+struct Outcome {
+  const Experiment& experiment;
+  const std::vector<RankRun>& ranks;
+  Summary sum;
+  double drift = 0;
+};
+struct Outcomes {
+  Outcome ddp, local, global;
+};
+
+Outcomes outcomes_of(const Runs& runs) {
+  auto of = [&](const Experiment& e, const std::vector<RankRun>& ranks) {
+    return Outcome{e, ranks, summarize(ranks, e), lab::max_rel_diff(ranks[0].weights, runs.ddp[0].weights)};
+  };
+  return {of(kDdp, runs.ddp), of(kShardedLocal, runs.sharded_local), of(kShardedGlobal, runs.sharded_global)};
 }
 
 // How a run's ranks came apart, from their decisions and scales at each step.
@@ -510,8 +369,7 @@ std::string ranks_that(const std::vector<RankRun>& ranks, size_t step, bool skip
 }
 
 // The essential part, before the question: the setup and the three runs side by side.
-void report_runs(const Result& m, const std::vector<Summary>& sum, const std::vector<double>& drift,
-                 lab::Report& r) {
+void report_runs(const Result& m, const Outcomes& o, lab::Report& r) {
   if (m.ctx.flip) r.note("FLIP: sharded-global's scaler has no process group: found_inf is not all-reduced");
   r.section(fmt::format("{} ranks, {} SGD steps per run, batch {} per rank", m.world, m.steps, kBatch));
   r.note(fmt::format("{}; {} (the ranks are processes of this lab)", m.backend, m.where));
@@ -519,27 +377,28 @@ void report_runs(const Result& m, const std::vector<Summary>& sum, const std::ve
                      kGrowthInterval));
   r.note(fmt::format("sharded: the parameter tensors w1 b1 w2 b2 w3 b3 in {} contiguous shards", m.world));
   auto& t = r.table("", {"run", "inf steps", "skipped", "disagree", "final scales", "vs ddp"});
-  for (size_t e = 0; e < kNumExperiments; ++e)
-    t.row({kExperiments[e].name, std::to_string(sum[e].inf_steps), std::to_string(sum[e].skipped),
-           std::to_string(sum[e].disagree), final_scales(m.runs[e]), lab::sci(drift[e])});
+  for (const Outcome* x : {&o.ddp, &o.local, &o.global})
+    t.row({x->experiment.name, std::to_string(x->sum.inf_steps), std::to_string(x->sum.skipped),
+           std::to_string(x->sum.disagree), final_scales(x->ranks), lab::sci(x->drift)});
   r.note("inf steps: some rank's scaler found an inf; skipped: some rank skipped the step");
   r.note("disagree: the ranks did not all decide alike; vs ddp: max |w - w_ddp| / max |w_ddp|");
 
   r.detail_section("The runs in numbers");
-  r.observe("ddp_skipped", "ddp: steps skipped", static_cast<double>(sum[0].skipped));
+  r.observe("ddp_skipped", "ddp: steps skipped", static_cast<double>(o.ddp.sum.skipped));
   r.observe("local_disagree_steps", "sharded-local: steps the ranks decided differently",
-            static_cast<double>(sum[1].disagree));
-  r.observe("local_drift", "sharded-local: weights vs ddp (max relative difference)", drift[1], "",
-            lab::sci(drift[1]));
+            static_cast<double>(o.local.sum.disagree));
+  r.observe("local_drift", "sharded-local: weights vs ddp (max relative difference)", o.local.drift, "",
+            lab::sci(o.local.drift));
   r.observe("global_disagree_steps", "sharded-global: steps the ranks decided differently",
-            static_cast<double>(sum[2].disagree));
-  r.observe("global_drift", "sharded-global: weights vs ddp (max relative difference)", drift[2], "",
-            lab::sci(drift[2]));
+            static_cast<double>(o.global.sum.disagree));
+  r.observe("global_drift", "sharded-global: weights vs ddp (max relative difference)", o.global.drift, "",
+            lab::sci(o.global.drift));
 }
 
 // After the answer: how sharded-local's ranks came apart, step by step, in this run's numbers.
-void report_apart(const Result& m, const Summary& ddp, const Summary& local, const Apart& a, lab::Report& r) {
-  const std::vector<RankRun>& runs = m.runs[1];
+void report_apart(const Result& m, const Outcomes& o, const Apart& a, lab::Report& r) {
+  const Summary &ddp = o.ddp.sum, &local = o.local.sum;
+  const std::vector<RankRun>& runs = o.local.ranks;
   r.detail_section("How sharded-local came apart");
   if (a.first_disagreement >= 0)
     r.note(
@@ -588,19 +447,14 @@ void report_apart(const Result& m, const Summary& ddp, const Summary& local, con
             final_scales(runs, " and "));
 }
 
-void report_checks(const std::vector<Summary>& sum, const std::vector<double>& drift, const Apart& a,
-                   const Result& m, lab::Report& r);
+void report_checks(const Result& m, const Outcomes& o, const Apart& a, lab::Report& r);
 
 void report(const Result& m, lab::Report& r) {
-  std::vector<Summary> sum;
-  std::vector<double> drift;
-  for (size_t e = 0; e < kNumExperiments; ++e) {
-    sum.push_back(summarize(m.runs[e], kExperiments[e]));
-    drift.push_back(lab::max_rel_diff(m.runs[e][0].weights, m.runs[0][0].weights));
-  }
-  const Apart a = apart_of(m.runs[1]);
-  report_runs(m, sum, drift, r);
-  report_apart(m, sum[0], sum[1], a, r);
+  r.dtypes("fp16", "fp16 autocast on every rank; fp32 weights and gradients, which the all-reduce carries");
+  const Outcomes o = outcomes_of(m.runs);
+  const Apart a = apart_of(o.local.ranks);
+  report_runs(m, o, r);
+  report_apart(m, o, a, r);
 
   r.detail_section("What crossed between the ranks");
   r.observe("grad_dtype", "dtype of the gradients all-reduced (the parameters'; autocast computed in fp16)",
@@ -616,13 +470,12 @@ void report(const Result& m, lab::Report& r) {
       "gradients each rank checks only its shard, and found_inf must be all-reduced (ShardedGradScaler, "
       "GradScalerOptions::process_group) for one verdict");
 
-  report_checks(sum, drift, a, m, r);
+  report_checks(m, o, a, r);
 }
 
 // The claims, each computed from this run's decisions, scales and weights.
-void report_checks(const std::vector<Summary>& sum, const std::vector<double>& drift, const Apart& a,
-                   const Result& m, lab::Report& r) {
-  const Summary &ddp = sum[0], &local = sum[1], &global = sum[2];
+void report_checks(const Result& m, const Outcomes& o, const Apart& a, lab::Report& r) {
+  const Summary &ddp = o.ddp.sum, &local = o.local.sum, &global = o.global.sum;
   // Shown, not checked: ddp's ranks unscale and check the same all-reduced gradients, so they cannot
   // decide differently; what ddp gives is the reference the sharded runs are checked against.
   r.note(fmt::format("ddp, shown: {} skipped, {} disagreements, skips {} the overflows, replicas {}",
@@ -632,9 +485,9 @@ void report_checks(const std::vector<Summary>& sum, const std::vector<double>& d
       "sharded-local-diverges",
       "sharded without a global verdict: each rank skips exactly the steps its own shard overflowed, so the "
       "ranks decide differently and the weights drift from ddp's",
-      local.as_designed && local.disagree > 0 && drift[1] > 0,
+      local.as_designed && local.disagree > 0 && o.local.drift > 0,
       fmt::format("each rank's skips {} its shard's infs; {} disagreements; drift {}",
-                  local.as_designed ? "match" : "do not match", local.disagree, lab::sci(drift[1])));
+                  local.as_designed ? "match" : "do not match", local.disagree, lab::sci(o.local.drift)));
   const int64_t after = a.parted_at < 0 ? 0 : m.steps - a.parted_at;
   r.check("scales-part-then-overflow",
           fmt::format(
@@ -652,9 +505,9 @@ void report_checks(const std::vector<Summary>& sum, const std::vector<double>& d
           "sharded with the process-group option: every rank skips the same steps, exactly those where some "
           "shard overflowed, and the weights end bitwise equal to ddp's",
           global.skipped > 0 && global.as_designed && global.disagree == 0 &&
-              m.runs[2][0].weights == m.runs[0][0].weights,
+              o.global.ranks[0].weights == o.ddp.ranks[0].weights,
           fmt::format("{} skipped, {} disagreements, drift from ddp {}", global.skipped, global.disagree,
-                      lab::sci(drift[2])));
+                      lab::sci(o.global.drift)));
 }
 
 }  // namespace
