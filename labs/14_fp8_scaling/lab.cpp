@@ -1,4 +1,4 @@
-// Lab 14: FP8 training with a scale per tensor (quiz question 14).
+// Lab 14: FP8 training with a scale per tensor (quiz question 14). The AMP code is in amp.cpp.
 //
 // Every Linear of a small MLP runs in FP8 the way Transformer Engine (TE) and torchao run it: its input
 // and weight are cast to E4M3 and its output gradient to E5M2, each first multiplied by a scale of its
@@ -30,19 +30,18 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
-#include "amp/autocast.h"
+#include "amp.h"
 #include "amp/device_caps.h"
-#include "amp/grad_scaler.h"
 #include "lab/hardware.h"
 #include "lab/registry.h"
 #include "lab/underflow.h"
 
 namespace {
 
+using namespace lab14;  // the AMP code (amp.h): Fp8Scale, Fp8Layer, the training steps, kHistory
 namespace uf = lab::underflow;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-using Params = std::vector<torch::Tensor>;  // w1, b1, w2, b2, w3, b3: the fp32 master weights
 
 constexpr int64_t kWidth = 16;  // every layer 16 wide: FP8 GEMMs want multiples of 16
 // Labs 02 and 07's problem (tiny targets, a mean over 2048 outputs, an output layer at 1% of its init).
@@ -52,134 +51,17 @@ constexpr uf::ProblemOptions kProblem{.batch = 128,
                                       .outputs = kWidth,
                                       .target_std = 1e-3,
                                       .output_init = 1e-2};
-constexpr int64_t kSteps = 300, kStepsQuick = 80;   // Adam steps per training run
-constexpr double kLr = 3e-3;                        // Adam, the same for every run
-constexpr int64_t kHistory = 16;                    // delayed scaling's amax history (TE's default: 1024)
-constexpr double kMargin = 3;                       // TE's `margin` (default 0); 3 is this lab's choice
-constexpr double kE4M3Max = 448, kE5M2Max = 57344;  // the formats' largest finite values
-constexpr double kLossScale = 65536;                // the one loss scale: GradScaler's start, 2^16, ...
-constexpr int64_t kGrowthInterval = 50;             // ... doubled after 50 clean steps (PyTorch: 2000)
+constexpr int64_t kSteps = 300, kStepsQuick = 80;  // Adam steps per training run
+constexpr double kLr = 3e-3;                       // Adam, the same for every run
+constexpr double kMargin = 3;                      // TE's `margin` (default 0); 3 is this lab's choice
+constexpr double kLossScale = 65536;               // the one loss scale: GradScaler's start, 2^16, ...
+constexpr int64_t kGrowthInterval = 50;            // ... doubled after 50 clean steps (PyTorch: 2000)
 // Check thresholds.
 constexpr double kMostFlushed = 0.5;    // unscaled, the worst dL/dy loses at least half of its values
 constexpr double kFewLost = 0.01;       // with a scale each, no tensor loses more than 1%
 constexpr double kOneScaleLost = 0.2;   // the best single scale (and one loss scale) lose 20%+ of a tensor
 constexpr double kFailsFactor = 1.5;    // a failing recipe ends at 1.5x bf16's loss or more
 constexpr double kTrainsWithin = 1.25;  // per-tensor recipes end at most 1.25x FP8 without exponent limits
-
-}  // namespace
-
-// ---- The AMP code ----------------------------------------------------------------------------------
-
-namespace lab14 {
-
-enum class Scaling { None, Current, Delayed };
-
-// The scale of one tensor of one layer: its input, its weight or its output gradient.
-struct Fp8Scale {
-  Scaling mode = Scaling::None;
-  torch::ScalarType dtype = torch::kFloat8_e4m3fn;
-  double max = kE4M3Max;                     // the format's largest finite value
-  double margin = 0;                         // TE's margin: scale = max / amax / 2^margin
-  torch::Tensor history;                     // delayed: the last kHistory amaxes, newest first
-  std::vector<double>* saturated = nullptr;  // the lab's instrument: the share clipped at each cast
-
-#ifndef AMP_LAB_EXERCISE  // exercise 14 (amp-lab exercise 14) has the learner write this function
-  // (t * scale) in FP8, and 1/scale (0-dim fp32) for the matmul. Unscaled, a plain cast: beyond the
-  // format's max, E5M2 overflows to inf, as fp16 does, while E4M3 (e4m3fn, which has no inf) saturates at
-  // 448 in this PyTorch (the lab measures both casts). Scaled, values beyond max are clipped (as TE does).
-  std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t) {
-    torch::NoGradGuard no_grad;
-    if (mode == Scaling::None) return {t.to(dtype), torch::ones({}, t.options().dtype(torch::kFloat))};
-    const torch::Tensor amax = t.abs().max().to(torch::kFloat).clamp_min(1e-30);
-    torch::Tensor scale = max / std::exp2(margin) / amax;  // current scaling: this tensor's amax
-    if (mode == Scaling::Delayed) {  // this step's amax only joins the history, for the next steps
-      if (!history.defined()) history = amax.expand({kHistory}).clone();  // step 0: no history yet
-      scale = max / std::exp2(margin) / history.max();
-      history = torch::cat({amax.reshape({1}), history.slice(0, 0, kHistory - 1)});
-    }
-    const torch::Tensor v = t * scale;
-    if (saturated) saturated->push_back((v.abs() > max).sum().item<double>() / double(v.numel()));
-    return {v.clamp(-max, max).to(dtype), scale.reciprocal()};
-  }
-#else
-  std::pair<torch::Tensor, torch::Tensor> quantize(const torch::Tensor& t);
-#endif  // AMP_LAB_EXERCISE
-};
-
-}  // namespace lab14
-
-namespace {
-using namespace lab14;
-
-struct Fp8Layer {
-  Fp8Scale x, w, g{.dtype = torch::kFloat8_e5m2, .max = kE5M2Max};
-};
-
-// a8 @ b8 in fp32 from FP8 operands and their inverse scales: dequantize, then an fp32 matmul. torchao's
-// emulate mode (mm_float8_emulated, torchao/float8/float8_aten_api.py) divides each operand by its scale;
-// this multiplies by the inverse scale, as at::_scaled_mm's CPU fallback does (x / s and x * (1 / s) can
-// differ in the last bit).
-torch::Tensor fp8_mm_emulated(const torch::Tensor& a8, const torch::Tensor& inv_a, const torch::Tensor& b8,
-                              const torch::Tensor& inv_b) {
-  return at::matmul(a8.contiguous().to(torch::kFloat).mul_(inv_a),
-                    b8.contiguous().to(torch::kFloat).mul_(inv_b));
-}
-
-// On FP8 tensor cores (CUDA 8.9+) at::_scaled_mm, whose second operand must be column-major.
-torch::Tensor fp8_mm(const torch::Tensor& a8, const torch::Tensor& inv_a, const torch::Tensor& b8,
-                     const torch::Tensor& inv_b) {
-  static const bool tensor_cores = amp::cuda_compute_capability() >= 89;
-  if (a8.is_cuda() && tensor_cores)
-    return at::_scaled_mm(a8.contiguous(), b8.t().contiguous().t(), inv_a, inv_b, {}, {}, torch::kFloat);
-  return fp8_mm_emulated(a8, inv_a, b8, inv_b);
-}
-
-// y = x w^T + b with all three matmuls (forward, input gradient, weight gradient) in FP8.
-struct Fp8Linear : torch::autograd::Function<Fp8Linear> {
-  static torch::Tensor forward(AutogradContext* ctx, torch::Tensor x, torch::Tensor w, torch::Tensor b,
-                               Fp8Layer* layer) {
-    auto [x8, inv_x] = layer->x.quantize(x);
-    auto [w8, inv_w] = layer->w.quantize(w);
-    ctx->save_for_backward({x8, inv_x, w8, inv_w});
-    ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);
-    return fp8_mm(x8, inv_x, w8.t(), inv_w) + b;
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto* layer = reinterpret_cast<Fp8Layer*>(ctx->saved_data["layer"].toInt());
-    const auto s = ctx->get_saved_variables();  // x8, inv_x, w8, inv_w
-    auto [g8, inv_g] = layer->g.quantize(grads[0]);
-    return {fp8_mm(g8, inv_g, s[2], s[3]), fp8_mm(g8.t(), inv_g, s[0], s[1]), grads[0].sum(0), {}};
-  }
-};
-
-// One FP8 training step. The scaler is enabled only for the one-loss-scale recipe (fp16's); disabled,
-// scale() and update() pass through and step() just steps.
-bool fp8_train_step(Params& p, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-                    std::vector<Fp8Layer>& layers, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor h = torch::tanh(Fp8Linear::apply(x, p[0], p[1], &layers[0]));
-  h = torch::tanh(Fp8Linear::apply(h, p[2], p[3], &layers[1]));
-  const torch::Tensor loss = torch::mse_loss(Fp8Linear::apply(h, p[4], p[5], &layers[2]), y);
-  scaler.scale(loss).backward();
-  const bool stepped = scaler.step(opt);  // skipped when a scaled gradient overflowed to inf/NaN
-  scaler.update();
-  return stepped;
-}
-
-// The yardsticks' step: the same MLP under bf16 autocast (or in fp32, autocast off).
-void autocast_train_step(Params& p, torch::optim::Optimizer& opt, torch::ScalarType dtype,
-                         const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);
-    torch::Tensor h = torch::tanh(torch::linear(x, p[0], p[1]));
-    h = torch::tanh(torch::linear(h, p[2], p[3]));
-    loss = torch::mse_loss(torch::linear(h, p[4], p[5]), y);
-  }
-  loss.backward();
-  opt.step();
-}
 
 // ---- measure ---------------------------------------------------------------------------------------
 
@@ -482,6 +364,7 @@ std::string path_note(const lab::Context& ctx) {
 
 // Before the question: the step-0 casts and the training runs, under neutral labels.
 void report_measured(const Result& m, lab::Report& r) {
+  r.dtypes("E4M3 and E5M2", "fp32 master weights, FP8 matmul operands, a bf16 autocast yardstick");
   if (m.ctx.flip) r.note("FLIP: every per-tensor scale is 1 (current and delayed scaling cast unscaled)");
   r.note(
       // One line at 80 columns each, so the screen before Q14 fits 80x40 (the formats' limits follow below).
