@@ -36,7 +36,7 @@ std::string relative_source(std::string file) {
 // "labs/01_master_weights/lab.cpp" -> "01_master_weights": a lab is the folder its lab.cpp is in.
 std::string stem_of(const std::string& source) {
   const std::filesystem::path file(source);
-  if (file.filename() != "lab.cpp") return file.stem().string();  // TRANSITION: a lab still in one file
+  if (file.filename() != "lab.cpp") return "";  // not a lab's file: no declaration has an empty stem
   return file.parent_path().filename().string();
 }
 
