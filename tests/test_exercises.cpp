@@ -2,7 +2,8 @@
 // the lab's own amp.cpp (built as a learner's file) passes them, and every wrong solution kept in
 // tests/exercises/ fails them with the hint it names. ctest runs each case once per exercise
 // (tests/CMakeLists.txt sets AMP_LAB_TEST_EXERCISE); the executables are built with the tests, each the
-// lab's lab.cpp object linked with one learner's file in place of amp.cpp, and run here in quick mode, as `amp-lab check` does.
+// lab's lab.cpp object linked with one learner's file in place of amp.cpp, and run here in quick mode, as
+// `amp-lab check` does.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -84,8 +85,8 @@ TEST_CASE("the starter compiles and fails the lab's checks, saying which") {
 
 TEST_CASE("the starter has TODO lines and names the commands that judge it") {
   const auto& e = the_exercise();
-  const std::string text = runner::read_text_file(
-      (fs::path(AMP_LAB_SOURCE_DIR) / "labs" / e.stem / "exercise.cpp").string());
+  const std::string text =
+      runner::read_text_file((fs::path(AMP_LAB_SOURCE_DIR) / "labs" / e.stem / "exercise.cpp").string());
   CHECK(text.find("// TODO: ") != std::string::npos);
   CHECK(text.find("amp-lab check " + e.id) != std::string::npos);
   CHECK(text.find("#include \"amp.h\"") != std::string::npos);  // what amp.cpp includes: it takes its place

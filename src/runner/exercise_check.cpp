@@ -87,8 +87,7 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
                        bool full) {
   const auto unit = build.units.find(e.id);
   if (unit == build.units.end())
-    throw ExerciseError(
-        fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
+    throw ExerciseError(fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
   const fs::path work = unit->second.work;
   const std::string text = read_text_file(learner_path);
   if (!write_if_changed((work / "learner.cpp").string(),

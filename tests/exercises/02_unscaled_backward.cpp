@@ -20,7 +20,7 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
                 const torch::Tensor& y) {
   opt.zero_grad();
   const torch::Tensor loss = loss_of(model, mse, dtype, x, y);  // the parameters stay fp32: master weights
-  loss.backward();  // the scale left out
+  loss.backward();                                              // the scale left out
   const bool stepped = scaler.step(opt);  // unscales in fp32 (divides by the scale); skips on inf/NaN
   scaler.update();  // halves the scale after an overflow; doubles it after growth_interval clean steps
   return stepped;
