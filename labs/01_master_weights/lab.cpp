@@ -26,7 +26,11 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
+#include <torch/nn/modules/activation.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/optim/sgd.h>
+#include <torch/utils.h>
 
 #include "amp.h"
 #include "amp/grad_scaler.h"
