@@ -431,9 +431,7 @@ std::string device_line(const lab::Hardware& hw) {
 
 void report(const Result& m, lab::Report& r) {
   const std::string lp = marked(m, m.ctx.dtype);
-  r.dtypes("bf16 and fp16", "fp32 baseline; " + lp +
-                                " (--dtype) in the 16-bit model (an fp32 master copy beside it) and under "
-                                "autocast; bf16 and fp16 both timed; float64 reference for the output error");
+  r.dtypes("bf16 and fp16", "fp32 against " + lp + " (--dtype), fp32 master copy; bf16 and fp16 timed");
   if (m.ctx.flip) r.note("FLIP: the " + lp + " tensors are stored in fp32 and autocast is disabled");
   r.note(device_line(m.hw));
   report_memory(m, r);
