@@ -1365,10 +1365,10 @@ TEST_CASE(
   CHECK_FALSE(has(r.out.substr(banner, r.out.find('\n', banner + 1) - banner), "dtype"));
   for (const auto* decl : fp16_labs) {
     CAPTURE(decl->id);
-    // The banner names the lab's file; the header under it its device and its own types.
-    const size_t at = r.out.find(decl->source() + " ━━");
+    // The banner names the lab's folder; the header under it its device and its own types.
+    const size_t at = r.out.find(decl->folder() + "/ ━━");
     REQUIRE(at != std::string::npos);
-    CHECK(r.out.find("\ndevice cpu · fp16 · seed 0", at) < r.out.find("━━", at + decl->source().size() + 8));
+    CHECK(r.out.find("\ndevice cpu · fp16 · seed 0", at) < r.out.find("━━", at + decl->folder().size() + 9));
   }
   const auto formats = run("quiz --quick --device cpu --only 3 --answers c");
   CHECK(has(formats.out, "labs/03_number_formats.cpp ━━"));

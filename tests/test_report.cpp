@@ -223,7 +223,8 @@ TEST_CASE("the catalog finds each lab by id, number, stem and executable, and su
     CAPTURE(name);
     CHECK(lab::find_decl(name) == d);
   }
-  CHECK(d->source() == "labs/02_loss_scaling.cpp");
+  CHECK(d->source() == "labs/02_loss_scaling/lab.cpp");
+  CHECK(d->amp_source() == "labs/02_loss_scaling/amp.cpp");
   CHECK(lab::find_decl("loss-scalin") == nullptr);
   CHECK(lab::closest_decl("loss-scalin") == d);
   CHECK(lab::closest_decl("lossscaling") == d);
