@@ -12,7 +12,7 @@
 #include "amp/grad_scaler.h"
 #include "lab_test_support.h"
 
-namespace lab02 {  // labs/02_loss_scaling.cpp: the comparison behind check skips-exactly-overflows
+namespace lab02 {  // labs/02_loss_scaling/lab.cpp: the comparison behind check skips-exactly-overflows
 std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
                           const std::vector<bool>& moved);
 }  // namespace lab02

@@ -1371,7 +1371,7 @@ TEST_CASE(
     CHECK(r.out.find("\ndevice cpu · fp16 · seed 0", at) < r.out.find("━━", at + decl->folder().size() + 9));
   }
   const auto formats = run("quiz --quick --device cpu --only 3 --answers c");
-  CHECK(has(formats.out, "labs/03_number_formats.cpp ━━"));
+  CHECK(has(formats.out, "labs/03_number_formats/ ━━"));
   CHECK(has(formats.out, "\ndevice cpu · fp16 and bf16 · seed 0 · quick mode · measured in "));
 }
 

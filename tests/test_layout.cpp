@@ -89,7 +89,7 @@ void check_fits(const std::string& wrapped, const std::string& unwrapped, size_t
 lab::Report wide_report() {
   lab::Report r("demo",
                 "A title long enough that it has to wrap when the terminal is only sixty columns wide");
-  r.set_header("Q9 · labs/09_demo.cpp · device cpu · seed 0 · and more context than sixty columns hold");
+  r.set_header("Q9 · labs/09_demo/lab.cpp · device cpu · seed 0 · and more context than sixty columns hold");
   r.section("A section heading that states what was measured in this part, at some length");
   r.note("a note that goes on and on about the conditions of the measurement, its sizes, and its dtypes");
   r.observe("share", "share of the updates lost to rounding in a pure fp16 run of many steps", 55.61, "%");

@@ -51,7 +51,7 @@ std::map<std::string, std::string> values_of(const Answered& a);
 
 void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions, std::ostream& out,
                   const lab::Style& style);
-// "━━ 2/14 · lab loss-scaling · labs/02_loss_scaling.cpp ━━"
+// "━━ 2/14 · lab loss-scaling · labs/02_loss_scaling/ ━━"
 // The line wraps under a rule of the screen's width when it is wider than `width`. `blank_line`: a blank
 // line above it (none right under a pause line, which already sets the question apart).
 void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style,
