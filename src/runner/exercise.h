@@ -1,9 +1,10 @@
 // The exercises: the learner writes a lab's AMP code, and the lab's own checks judge it.
 //
-// Each exercise is a starter, labs/exercises/NN_<lab stem>.cpp, for a lab whose AMP code stands in
-// AMP_LAB_EXERCISE blocks (runner/exercise_files.h). The learner edits a copy in a workspace; `amp-lab
-// check` writes it into the build as that exercise's learner unit, rebuilds only that executable (the lab
-// compiled without its AMP code, linked with the learner's file), runs it with --json and reads the checks.
+// A lab with an exercise keeps its AMP code in labs/NN_<stem>/amp.cpp and the starter beside it,
+// exercise.cpp: amp.cpp with its key lines taken out. The learner edits a copy in a workspace; `amp-lab
+// check` writes it into the build as that exercise's learner unit, rebuilds only that executable (the
+// learner's file in amp.cpp's place, linked with the lab's own lab.cpp object), runs it with --json and
+// reads the checks.
 // A failed check may come with a hint: the known mistake that fails it in that way (ExerciseHint).
 // Nothing here needs LibTorch.
 #pragma once
