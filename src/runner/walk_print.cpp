@@ -97,8 +97,8 @@ void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions
 
 void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style,
                   size_t width, bool blank_line) {
-  const std::string text =
-      fmt::format("{}/{} · lab {} · {}", index + 1, count, a.question->lab, a.decl ? a.decl->folder() + "/" : "?");
+  const std::string text = fmt::format("{}/{} · lab {} · {}", index + 1, count, a.question->lab,
+                                       a.decl ? a.decl->folder() + "/" : "?");
   // "━━ text ━━" on one line when it fits, else the text wrapped under a rule as wide as the screen.
   if (blank_line) out << "\n";
   if (!width || lab::display_width(text) + 6 <= width)
