@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -14,6 +13,7 @@
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
+#include "amp/detail/atomic_file.h"
 #include "amp_lab_paths.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
@@ -205,16 +205,19 @@ int cmd_exercise(int argc, const char* const* argv) {
   const fs::path dir = workspace_of(args), file = workspace_file(dir, e);
   refuse_non_file(file);
   std::error_code ec;
-  const bool existed = fs::exists(fs::symlink_status(file, ec));
+  bool existed = fs::exists(fs::symlink_status(file, ec));
   if (!existed) {
     // A workspace that cannot be written is the learner's to fix (another --dir): exit 2 with the cause.
     fs::create_directories(dir, ec);
     if (ec) throw lab::UsageError(fmt::format("cannot make {}: {}", shown(dir), ec.message()));
     const std::string starter = read_text_file((source / "labs" / e.stem / "exercise.cpp").string());
-    errno = 0;
-    if (!write_if_changed(file.string(), starter))
-      throw lab::UsageError(
-          fmt::format("cannot write {}: {}", shown(file), std::strerror(errno ? errno : EIO)));
+    try {  // whole, and only where nothing is: a file the learner made meanwhile is kept, not replaced
+      amp::detail::write_file_atomically(file.string(), starter, {.replace = amp::detail::Replace::No});
+    } catch (const amp::detail::AtomicFileError& error) {
+      if (error.code().value() != EEXIST)
+        throw lab::UsageError(fmt::format("cannot write {}: {}", shown(file), error.code().message()));
+      existed = true;
+    }
   }
   std::cout << fmt::format("exercise {}: {} (lab {}, in place of labs/{}/amp.cpp)\n", e.id, e.title, e.lab,
                            e.stem)
