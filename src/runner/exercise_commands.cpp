@@ -260,7 +260,8 @@ int cmd_watch(int argc, const char* const* argv) {
   const std::string path = learner_path(args, e);
   const ExerciseBuild build = the_build();
   const bool color = lab::want_color(lab::flag(args, "no-color"));
-  // No SA_RESTART: Ctrl-C ends the wait at once; the build, in our process group, gets it too and stops.
+  // No SA_RESTART: Ctrl-C ends the wait at once; a build or run under way gets it too (lab::wait_for passes
+  // it on to that child's process group) and stops.
   struct sigaction sa {};
   sa.sa_handler = on_stop;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
