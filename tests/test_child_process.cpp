@@ -230,6 +230,17 @@ TEST_CASE("stop's signal goes to the group once; a child that ignores it gets SI
   CHECK(asked >= 1);
 }
 
+TEST_CASE("once a signal has gone on, tick cannot end the wait: it ends Signalled, the child reaped") {
+  Folder dir;
+  Child child(sh("echo ready > '" + dir.file("ready") + "'; sleep 60"));
+  const WaitEnd end =
+      lab::wait_for(child, {.stop = [&] { return fs::exists(dir.file("ready")) ? SIGTERM : 0; },
+                            .tick = [&] { return child.status().stop_signal == 0; }});
+  CHECK(end == WaitEnd::Signalled);
+  CHECK(child.status().ended);
+  CHECK(child.status().term_signal == SIGTERM);
+}
+
 TEST_CASE("tick can end the wait with the children as they are; the destructor then kills them") {
   pid_t pid = 0;
   {

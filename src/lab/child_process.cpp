@@ -366,7 +366,8 @@ class ChildWaiter {
       one_round(pipes(), o_.interval);
       bool all_ended = true;
       for (size_t i = 0; i < n_; ++i) all_ended &= c_[i]->poll();
-      if (o_.tick && !o_.tick()) return WaitEnd::Cancelled;
+      // Once a signal went on or the deadline passed, the wait ends as that says, whatever tick says.
+      if (o_.tick && !o_.tick() && !sent_ && !timed_out_) return WaitEnd::Cancelled;
       if (all_ended) break;
     }
     if (sent_ && sent_ == forwarded && o_.reraise && forwarding.was_default(sent_)) {

@@ -124,7 +124,8 @@ struct WaitOptions {
   // After the first signal sent on, this long for the children to end before their groups get SIGKILL.
   std::chrono::milliseconds grace{3000};
   // Called on every round, after the children were looked at; false ends the wait at once, the children
-  // left as they are (to be judged, then killed by their destructors).
+  // left as they are (to be judged, then killed by their destructors). Once a signal has gone on or the
+  // deadline has passed, the wait goes on until the children have ended, whatever tick says.
   std::function<bool()> tick;
   std::chrono::milliseconds interval{50};  // the longest a round waits for output or an exit
 };

@@ -202,7 +202,9 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
                     .err = lab::Stream::capture(kMaxStderrBytes, /*keep_tail=*/true),
                     .death_signal = SIGTERM});
   set_lab_running(child.pid());
-  lab::wait_for(child, {.forward = lab::Forward::None,  // the runner's handler decides (interrupt.h)
+  // The walk's handler (interrupt.h) decides when the lab stops, through stop_signal; without one, a signal
+  // goes on to the lab, and the runner then ends by it.
+  lab::wait_for(child, {.forward = lab::Forward::Unhandled,
                         .stop = stop_signal,
                         .grace = kGrace,
                         .tick =
