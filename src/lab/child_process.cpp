@@ -136,9 +136,11 @@ void append_capped(std::string& sink, const char* data, size_t n, const Stream& 
     sink.resize(s.limit + 1);  // one byte over: there was more than the reader takes
 }
 
-void drain(int& fd, std::string& sink, const Stream& s) {
+// Reads what is there, at most `max_reads` times 64 KB, so that a child that writes without pause cannot
+// keep the wait from its signals and deadline.
+void drain(int& fd, std::string& sink, const Stream& s, int max_reads) {
   char buf[65536];
-  while (fd >= 0) {
+  for (int reads = 0; fd >= 0 && reads < max_reads; ++reads) {
     const ssize_t got = ::read(fd, buf, sizeof buf);
     if (got > 0) {
       append_capped(sink, buf, static_cast<size_t>(got), s);
@@ -298,9 +300,11 @@ void Child::signal(int signo) {
   if (pid_ > 0 && !status_.ended) ::kill(-pid_, signo);
 }
 
-void Child::read_pipes() {
-  drain(out_fd_, out_, out_spec_);
-  drain(err_fd_, err_, err_spec_);
+void Child::read_pipes(bool all) {
+  // All: once it has exited, what is left is at most a pipe's buffer (64 KB, 1 MB at most unless raised)
+  // plus what a process that left its group (setsid) writes meanwhile, which nothing waits for.
+  drain(out_fd_, out_, out_spec_, all ? 64 : 16);
+  drain(err_fd_, err_, err_spec_, all ? 64 : 16);
 }
 
 void Child::reap(int wait_status) {
@@ -312,7 +316,7 @@ void Child::reap(int wait_status) {
     status_.term_signal = WTERMSIG(wait_status);
   // Everything it wrote is in the pipes by now; what is still open belongs to a process that left its
   // group (setsid), and nothing waits for that.
-  read_pipes();
+  read_pipes(/*all=*/true);
   for (int* fd : {&out_fd_, &err_fd_})
     if (*fd >= 0) ::close(std::exchange(*fd, -1));
 }

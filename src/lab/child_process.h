@@ -94,7 +94,7 @@ class Child {
 
  private:
   friend class ChildWaiter;  // child_process.cpp: wait_for() notes a deadline or a signal passed on
-  void read_pipes();
+  void read_pipes(bool all = false);
   void reap(int wait_status);
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
