@@ -1,17 +1,11 @@
 #include "amp/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <filesystem>
 #include <sstream>
-#include <system_error>
 
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
+
+#include "amp/detail/atomic_file.h"
 
 namespace amp {
 namespace {
@@ -60,71 +54,25 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
   root.write("optimizer", o);
   root.write("scaler", s);
 
-  auto fail = [&](int error) -> CheckpointError {
-    return CheckpointError("checkpoint: cannot write " + path + ": " + std::system_category().message(error));
-  };
-  // A temporary file beside the target, created exclusively (O_EXCL, and O_NOFOLLOW: nothing planted at its
-  // name is followed or reused), then renamed over the target: the path holds the old file or the whole
-  // new one, never a part. The name is hidden and unique per process, call and attempt.
-  const std::filesystem::path target(path);
-  static std::atomic<uint64_t> calls{0};
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; fd < 0; ++attempt) {
-    const auto salt = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    temp = (target.parent_path() / ("." + target.filename().string() + ".tmp" + std::to_string(::getpid()) +
-                                    "." + std::to_string(calls++) + "." + std::to_string(salt % 1000000)))
-               .string();
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 && (errno != EEXIST || attempt >= 100)) throw fail(errno);
-  }
-
+  // The archive streams into amp::detail::AtomicFile: the old checkpoint or the whole new one, never a part.
   // PyTorchStreamWriter, given a file name, a stream or a writer that reports a short write, throws from its
-  // destructor when a write fails (std::terminate: "unexpected pos 64 vs 0"). So the writer here always
-  // reports every byte taken, keeps the first error, and stops writing after it; the error is raised
-  // below, once the archive is done with the writer.
-  int error = 0;
-  auto writer = [&](const void* data, size_t n) -> size_t {
-    const char* p = static_cast<const char*>(data);
-    for (size_t left = n; left > 0 && error == 0;) {
-      const ssize_t w = ::write(fd, p, left);
-      if (w <= 0) {
-        if (w == 0)
-          error = EIO;  // no progress on a regular file: never loop on it
-        else if (errno != EINTR)
-          error = errno;
-        continue;
-      }
-      p += w;
-      left -= static_cast<size_t>(w);
-    }
-    return n;
-  };
-  auto discard = [&](int cause) {
-    if (fd >= 0) ::close(fd);
-    ::unlink(temp.c_str());
-    return fail(cause);
-  };
+  // destructor when a write fails (std::terminate: "unexpected pos 64 vs 0"). So the writer always reports
+  // every byte taken; AtomicFile keeps the first error, skips the writes after it and raises it at commit(),
+  // once the archive is done with the writer.
   try {
-    root.save_to(writer);
-  } catch (const c10::Error& e) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    const std::string what = e.what_without_backtrace();
-    throw CheckpointError("checkpoint: cannot write " + path + ": " + what.substr(0, what.find('\n')));
-  }
-  if (error != 0) throw discard(error);
-  if (::fsync(fd) != 0) throw discard(errno);  // a full disk may only show here (delayed allocation, NFS)
-  const int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) throw discard(errno);
-  if (::rename(temp.c_str(), path.c_str()) != 0) throw discard(errno);
-  // Make the rename itself durable; a folder that cannot be opened or synced (some file systems) leaves the
-  // new file in place, which is all a later load needs on a running system.
-  const std::string folder = target.has_parent_path() ? target.parent_path().string() : ".";
-  if (const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
+    detail::AtomicFile file(path);
+    try {
+      root.save_to([&](const void* data, size_t n) -> size_t {
+        file.write(data, n);
+        return n;
+      });
+    } catch (const c10::Error& e) {
+      const std::string what = e.what_without_backtrace();
+      throw CheckpointError("checkpoint: cannot write " + path + ": " + what.substr(0, what.find('\n')));
+    }
+    file.commit();
+  } catch (const detail::AtomicFileError& e) {
+    throw CheckpointError(std::string("checkpoint: ") + e.what());
   }
 }
 

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "amp/device_caps.h"
-#include "lab/ranks.h"
 #include "lab/registry.h"
 #include "lab/text.h"
 

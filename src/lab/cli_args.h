@@ -20,6 +20,12 @@ struct UsageError : std::runtime_error {
 struct OutputError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// A signal (SIGINT, SIGTERM, SIGHUP) stopped what the lab was waiting for (lab 13's rank processes): the
+// lab's command line (lab::lab_cli) prints the message and exits 128 + signal.
+struct Interrupted : std::runtime_error {
+  Interrupted(const std::string& what, int signal) : std::runtime_error(what), signal(signal) {}
+  int signal;
+};
 
 enum ExitCode : int { kExitPass = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitLabError = 3 };
 

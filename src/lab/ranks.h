@@ -21,13 +21,6 @@ namespace lab {
 // The environment variable's value, "" when unset.
 std::string env(const char* name);
 
-// A signal (SIGINT, SIGTERM, SIGHUP) stopped the rank processes a lab had started: the lab executable
-// prints the message and exits 128 + signal.
-struct Interrupted : std::runtime_error {
-  Interrupted(const std::string& what, int signal) : std::runtime_error(what), signal(signal) {}
-  int signal;
-};
-
 // How long one network wait of a rank may take (the store's connection and handshake, each store read,
 // each collective): AMP_LAB_RANK_TIMEOUT seconds, 30 when unset, 0.1 to 3600. A bad value throws
 // UsageError quoting it.

@@ -11,6 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+// The number formatters every report uses (percent, sci, num, count_of) live in text.h, which needs
+// nothing of the report: it comes with it.
+#include "lab/text.h"
+
 namespace lab {
 
 struct Observation {
@@ -164,11 +168,5 @@ class Report {
   std::vector<Chart> charts_;
   std::vector<Check> checks_;
 };
-
-// Number formatting shared by labs: "12.5%", "3.05e-05", "1.8x".
-std::string percent(double share, int decimals = 1);  // share in [0,1] -> "12.5%"
-std::string sci(double value, int digits = 3);        // "3.05e-05"
-std::string num(double value, int digits = 4);        // {:.4g}
-std::string count_of(long long k, long long n);       // "3 of 21"
 
 }  // namespace lab

@@ -11,8 +11,6 @@
 
 #include <fmt/format.h>
 
-#include "lab/report.h"
-
 // The fmt headers must be the ones of the libfmt we link (cmake/AmpLabFmt.cmake explains the trap).
 static_assert(FMT_VERSION == AMP_LAB_FMT_VERSION, "fmt headers do not match the linked libfmt");
 

@@ -93,6 +93,12 @@ std::string shell_word(const std::string& s);
 // "1 question", "8 questions": `n` and the noun, with an "s" unless n is 1.
 std::string counted(size_t n, std::string_view noun);
 
+// Numbers as the reports print them: "12.5%", "3.05e-05", "0.1235", "3 of 21".
+std::string percent(double share, int decimals = 1);  // share in [0,1] -> "12.5%"
+std::string sci(double value, int digits = 3);        // "3.05e-05"
+std::string num(double value, int digits = 4);        // {:.4g}
+std::string count_of(long long k, long long n);       // "3 of 21"
+
 // Byte offset of the first byte that does not belong to well-formed UTF-8 (overlong forms, surrogates and
 // code points above U+10FFFF included), or std::string_view::npos when all of it is UTF-8.
 size_t invalid_utf8_at(std::string_view s);

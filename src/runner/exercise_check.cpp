@@ -1,15 +1,12 @@
 // Building and judging a learner's file (runner/exercise.h): the build's description, the build and run
 // as child processes whose output is kept, the report read back into a verdict, the verdict printed.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstring>
 #include <ostream>
 
 #include <fmt/format.h>
 
+#include "lab/child_process.h"
 #include "lab/text.h"
 #include "runner/exercise.h"
 #include "runner/exercise_files.h"
@@ -19,29 +16,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs argv with stdout and stderr written to the given files (stdin from /dev/null, so a child never
-// waits for the terminal); returns its exit code, 128+N when signal N ended it, 127 when it did not start.
+// Runs argv with stdout and stderr written to the given files and stdin from /dev/null (so a child never
+// waits for the terminal), in a process group of its own (lab/child_process.h): a Ctrl-C, SIGTERM or SIGHUP
+// that reaches the runner meanwhile goes on to it (and to the watch's handler), and a runner without a
+// handler of its own then ends by that signal, as it would have. Returns its exit code, 128+N when signal N
+// ended it, 127 when it did not start.
 int run_to_files(const std::vector<std::string>& argv, const std::string& out_path,
                  const std::string& err_path) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) return 127;
-  if (pid == 0) {
-    const int in = open("/dev/null", O_RDONLY);
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (in < 0 || out < 0 || err < 0) _exit(127);
-    dup2(in, 0), dup2(out, 1), dup2(err, 2);
-    execvp(args[0], args.data());
-    _exit(127);
+  try {
+    lab::Child child({.argv = argv, .out = lab::Stream::file(out_path), .err = lab::Stream::file(err_path)});
+    lab::wait_for(child);
+    return child.status().code();
+  } catch (const lab::SpawnError& e) {
+    throw ExerciseError(e.what());
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
 }
 
 std::string read_or_empty(const fs::path& p) {
@@ -90,9 +78,7 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
     throw ExerciseError(fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
   const fs::path work = unit->second.work;
   const std::string text = read_text_file(learner_path);
-  if (!write_if_changed((work / "learner.cpp").string(),
-                        learner_unit(fs::absolute(learner_path).string(), text)))
-    throw ExerciseError(fmt::format("cannot write {}", (work / "learner.cpp").string()));
+  write_if_changed((work / "learner.cpp").string(), learner_unit(fs::absolute(learner_path).string(), text));
   std::error_code ec;
   for (const char* log : {"compile.log", "link.log"})
     fs::remove(work / log, ec);  // only this build's messages

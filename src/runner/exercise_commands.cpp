@@ -6,7 +6,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -14,6 +13,7 @@
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
+#include "amp/detail/atomic_file.h"
 #include "amp_lab_paths.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
@@ -205,16 +205,19 @@ int cmd_exercise(int argc, const char* const* argv) {
   const fs::path dir = workspace_of(args), file = workspace_file(dir, e);
   refuse_non_file(file);
   std::error_code ec;
-  const bool existed = fs::exists(fs::symlink_status(file, ec));
+  bool existed = fs::exists(fs::symlink_status(file, ec));
   if (!existed) {
     // A workspace that cannot be written is the learner's to fix (another --dir): exit 2 with the cause.
     fs::create_directories(dir, ec);
     if (ec) throw lab::UsageError(fmt::format("cannot make {}: {}", shown(dir), ec.message()));
     const std::string starter = read_text_file((source / "labs" / e.stem / "exercise.cpp").string());
-    errno = 0;
-    if (!write_if_changed(file.string(), starter))
-      throw lab::UsageError(
-          fmt::format("cannot write {}: {}", shown(file), std::strerror(errno ? errno : EIO)));
+    try {  // whole, and only where nothing is: a file the learner made meanwhile is kept, not replaced
+      amp::detail::write_file_atomically(file.string(), starter, {.replace = amp::detail::Replace::No});
+    } catch (const amp::detail::AtomicFileError& error) {
+      if (error.code().value() != EEXIST)
+        throw lab::UsageError(fmt::format("cannot write {}: {}", shown(file), error.code().message()));
+      existed = true;
+    }
   }
   std::cout << fmt::format("exercise {}: {} (lab {}, in place of labs/{}/amp.cpp)\n", e.id, e.title, e.lab,
                            e.stem)
@@ -257,7 +260,8 @@ int cmd_watch(int argc, const char* const* argv) {
   const std::string path = learner_path(args, e);
   const ExerciseBuild build = the_build();
   const bool color = lab::want_color(lab::flag(args, "no-color"));
-  // No SA_RESTART: Ctrl-C ends the wait at once; the build, in our process group, gets it too and stops.
+  // No SA_RESTART: Ctrl-C ends the wait at once; a build or run under way gets it too (lab::wait_for passes
+  // it on to that child's process group) and stops.
   struct sigaction sa {};
   sa.sa_handler = on_stop;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);

@@ -1,12 +1,13 @@
 #include "runner/exercise_files.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
+
+#include "amp/detail/atomic_file.h"
 
 namespace runner {
 
@@ -30,24 +31,20 @@ std::string read_text_file(const std::string& path) {
   return text.str();
 }
 
-bool write_if_changed(const std::string& path, const std::string& text) {
+void write_if_changed(const std::string& path, const std::string& text) {
   {
     std::ifstream in(path, std::ios::binary);
     if (in) {
       std::ostringstream old;
       old << in.rdbuf();
-      if (old.str() == text) return true;
+      if (old.str() == text) return;
     }
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return false;
-    out << text;
-    out.flush();
-    if (!out) return false;
+  try {
+    amp::detail::write_file_atomically(path, text);
+  } catch (const amp::detail::AtomicFileError& e) {
+    throw ExerciseError(fmt::format("cannot write {}: {}", path, e.code().message()));
   }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
 }  // namespace runner

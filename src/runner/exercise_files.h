@@ -19,7 +19,8 @@ std::string learner_unit(const std::string& learner_path, const std::string& tex
 
 // Reads a whole file; throws ExerciseError ("cannot read <path>: <why>").
 std::string read_text_file(const std::string& path);
-// Writes `text` unless the file already holds exactly it (so a build sees no change); false on failure.
-bool write_if_changed(const std::string& path, const std::string& text);
+// Writes `text` as the file, whole or not at all (amp/detail/atomic_file.h), unless it already holds
+// exactly that (so a build sees no change). Throws ExerciseError ("cannot write <path>: <why>").
+void write_if_changed(const std::string& path, const std::string& text);
 
 }  // namespace runner

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "amp/detail/atomic_file.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
 #include "runner/interrupt.h"
@@ -32,16 +33,6 @@ std::string resolved(const std::string& path) {
   std::error_code ec;
   const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
   return ec ? path : p.string();
-}
-
-std::string folder_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-
-std::string name_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 }  // namespace
@@ -71,45 +62,43 @@ JsonFile::JsonFile(const std::string& path, const std::vector<Input>& inputs) : 
     char real[PATH_MAX];
     if (::realpath(path.c_str(), real)) target_ = real;  // a symlink's target is replaced, not the link
   }
-  temp_ = folder_of(target_) + "/." + name_of(target_) + ".XXXXXX";
-  fd_ = ::mkstemp(temp_.data());
-  if (fd_ < 0) {
-    const int e = errno;
-    temp_.clear();
-    refuse(path, std::strerror(e));
+  try {
+    file_.emplace(target_);  // its twin beside it: amp::detail::AtomicFile
+  } catch (const amp::detail::AtomicFileError& e) {
+    refuse(path, e.code().message().c_str());
   }
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd_, 0666 & ~mask);  // as a file made by open() would be, not mkstemp's 0600
-  set_remove_on_abort(temp_.c_str());
+  set_remove_on_abort(file_->temp_path().c_str());
 }
 
 JsonFile::~JsonFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!temp_.empty()) {
-    set_remove_on_abort(nullptr);
-    ::unlink(temp_.c_str());
-  }
+  if (file_) set_remove_on_abort(nullptr);  // before the temporary file's path goes
 }
 
 void JsonFile::commit(const std::string& text) {
   auto fail = [&](int e) {
     throw lab::OutputError(fmt::format("--json: writing {} failed: {}", lab::quote(path_), std::strerror(e)));
   };
-  for (size_t done = 0; done < text.size();) {
+  if (file_) {
+    try {
+      file_->write(text);
+      file_->commit();
+    } catch (const amp::detail::AtomicFileError& e) {
+      set_remove_on_abort(nullptr);
+      fail(e.code().value());
+    }
+    set_remove_on_abort(nullptr);
+    return;
+  }
+  for (size_t done = 0; done < text.size();) {  // a device or a FIFO, written in place
     const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail(n < 0 ? errno : ENOSPC);
     done += static_cast<size_t>(n);
   }
-  if (!temp_.empty() && ::fsync(fd_) != 0) fail(errno);
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) fail(errno);
-  if (temp_.empty()) return;
-  if (::rename(temp_.c_str(), target_.c_str()) != 0) fail(errno);
-  set_remove_on_abort(nullptr);
-  temp_.clear();
 }
 
 }  // namespace runner

@@ -1,11 +1,15 @@
 // The walk's --json file. Checked and prepared before the first lab runs (an unwritable path, or one that
 // is a file the walk reads, is refused up front); written at the end into a temporary file beside it, then
-// renamed over it, so the file is always one complete run's output, even with two walks writing it at once.
+// renamed over it (amp/detail/atomic_file.h), so the file is always one complete run's output, even with two
+// walks writing it at once.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "amp/detail/atomic_file.h"
 
 namespace runner {
 
@@ -27,10 +31,10 @@ class JsonFile {
   void commit(const std::string& text);
 
  private:
-  std::string path_;    // as given, for messages
-  std::string target_;  // the real file written (symlinks resolved)
-  std::string temp_;    // the temporary file beside it; empty when writing straight to a device or FIFO
-  int fd_ = -1;
+  std::string path_;                             // as given, for messages
+  std::string target_;                           // the real file written (symlinks resolved)
+  std::optional<amp::detail::AtomicFile> file_;  // its temporary twin; none when writing to a device or FIFO
+  int fd_ = -1;                                  // the device or FIFO
 };
 
 }  // namespace runner

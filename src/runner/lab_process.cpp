@@ -1,11 +1,8 @@
 #include "runner/lab_process.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,13 +19,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lab/child_process.h"
 #include "lab/text.h"
 #include "runner/interrupt.h"
 
 namespace runner {
 namespace {
 
-constexpr double kGraceS = 3.0;               // after the stop signal, a lab has this long before SIGKILL
+constexpr std::chrono::milliseconds kGrace{
+    3000};                                    // after the stop signal, a lab has this long before SIGKILL
 constexpr size_t kMaxReportBytes = 64 << 20;  // a report larger than this is not a report
 constexpr size_t kMaxStderrBytes = 64 << 10;  // the tail of stderr kept for the one-line message
 
@@ -128,128 +127,6 @@ std::optional<LabOutcome> wait_for_build(const lab::LabDecl& decl, std::ostream&
 
 namespace {
 
-struct Child {
-  pid_t pid = -1;
-  int out = -1, err = -1;
-  int exec_errno = 0;  // why execv failed, 0 when it ran
-};
-
-// Forks the lab into a process group of its own, so the terminal's Ctrl-C reaches the runner alone and
-// the runner decides when the lab stops; stdin is /dev/null.
-Child spawn(const std::string& path, const std::vector<std::string>& args) {
-  int out[2], err[2], status[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || ::pipe2(status, O_CLOEXEC) != 0)
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    // Should the runner die without stopping it (SIGKILL), the lab is told to stop: no orphan lab.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, STDIN_FILENO);
-    ::dup2(out[1], STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(path.c_str(), argv.data());
-    const int e = errno;
-    [[maybe_unused]] ssize_t n = ::write(status[1], &e, sizeof e);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);  // also here: whichever runs first, the group exists before it is signalled
-  ::close(out[1]);
-  ::close(err[1]);
-  ::close(status[1]);
-  Child c{pid, out[0], err[0], 0};
-  int e = 0;
-  if (::read(status[0], &e, sizeof e) == static_cast<ssize_t>(sizeof e)) c.exec_errno = e;
-  ::close(status[0]);
-  return c;
-}
-
-struct Collected {
-  std::string out, err;
-  int status = 0;
-  bool stopped = false;  // the runner signalled the lab's group
-};
-
-// Sends the stop signal to the lab's group once the walk is told to stop now, and SIGKILL after the grace.
-class Stopper {
- public:
-  explicit Stopper(pid_t group) : group_(group) {}
-  void poll() {
-    if (!stop_lab_now()) return;
-    if (!sent_) {
-      ::kill(-group_, interrupt_signal() ? interrupt_signal() : SIGTERM);
-      sent_ = true;
-      sent_at_ = now_s();
-    } else if (!killed_ && now_s() - sent_at_ > kGraceS) {
-      ::kill(-group_, SIGKILL);
-      killed_ = true;
-    }
-  }
-  bool sent() const { return sent_; }
-
- private:
-  pid_t group_;
-  bool sent_ = false, killed_ = false;
-  double sent_at_ = 0;
-};
-
-void append_capped(std::string& sink, const char* data, size_t n, size_t cap, bool keep_tail) {
-  sink.append(data, n);
-  if (sink.size() > cap && keep_tail) sink.erase(0, sink.size() - cap);
-  if (sink.size() > cap && !keep_tail) sink.resize(cap + 1);  // one byte over: too big, not a report
-}
-
-// Reads both pipes until they close, then waits for the lab to exit. Before it is reaped (its pid and group
-// cannot be reused while it is a zombie) whatever is left in its group is killed: no process outlives a lab.
-Collected collect(const Child& child, LiveLine& line) {
-  Collected c;
-  Stopper stopper(child.pid);
-  pollfd fds[2] = {{child.out, POLLIN, 0}, {child.err, POLLIN, 0}};
-  for (int open = 2; open > 0;) {
-    stopper.poll();
-    line.tick();
-    if (::poll(fds, 2, 100) < 0 && errno != EINTR) break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buf[65536];
-      const ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      if (got > 0) {
-        append_capped(i == 0 ? c.out : c.err, buf, static_cast<size_t>(got),
-                      i == 0 ? kMaxReportBytes : kMaxStderrBytes, /*keep_tail=*/i == 1);
-      } else if (got == 0 || errno != EINTR) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      }
-    }
-  }
-  siginfo_t info{};
-  for (;;) {
-    stopper.poll();
-    info.si_pid = 0;
-    if (::waitid(P_PID, static_cast<id_t>(child.pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid)
-      break;
-    if (errno == ECHILD) break;
-    line.tick();
-    ::poll(nullptr, 0, 50);
-  }
-  ::kill(-child.pid, SIGKILL);
-  while (::waitpid(child.pid, &c.status, 0) < 0 && errno == EINTR) {
-  }
-  c.stopped = stopper.sent();
-  return c;
-}
-
 // The last line the lab wrote on stderr, without its program name and "lab failed: ".
 std::string last_line(const std::string& err, const lab::LabDecl& decl) {
   std::istringstream in(err);
@@ -281,24 +158,31 @@ void read_report(LabOutcome& o, const std::string& out) {
   }
 }
 
-void interpret(LabOutcome& o, const Collected& c, const lab::LabDecl& decl) {
-  const bool signalled = WIFSIGNALED(c.status);
-  o.exit_code = signalled ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status);
-  if (c.stopped) {
+void interpret(LabOutcome& o, const lab::Child& child, const lab::LabDecl& decl) {
+  const lab::ChildStatus& c = child.status();
+  o.exit_code = c.code();
+  if (c.stop_signal) {
     o.kind = LabOutcome::Kind::Interrupted;
     o.message = fmt::format("{} was stopped ({})", lab_name(decl), interrupt_reason());
-  } else if (signalled) {
+  } else if (c.term_signal) {
     o.kind = LabOutcome::Kind::Crashed;
-    o.message = fmt::format("{} crashed: killed by signal {} ({})", lab_name(decl), WTERMSIG(c.status),
-                            strsignal(WTERMSIG(c.status)));
+    o.message = fmt::format("{} crashed: killed by signal {} ({})", lab_name(decl), c.term_signal,
+                            strsignal(c.term_signal));
   } else if (o.exit_code == 0 || o.exit_code == 1) {
-    read_report(o, c.out);
-    o.notices = notices_of(c.err);
+    read_report(o, child.out());
+    o.notices = notices_of(child.err());
   } else {
     o.kind = o.exit_code == 2 ? LabOutcome::Kind::Usage : LabOutcome::Kind::Failed;
-    const std::string said = last_line(c.err, decl);
+    const std::string said = last_line(child.err(), decl);
     o.message = said.empty() ? fmt::format("it exited with code {} and said nothing", o.exit_code) : said;
   }
+}
+
+// The signal the lab's group gets now: the first one the runner had, once the walk is told to stop the
+// lab now (runner/interrupt.h); 0 until then.
+int stop_signal() {
+  if (!stop_lab_now()) return 0;
+  return interrupt_signal() ? interrupt_signal() : SIGTERM;
 }
 
 }  // namespace
@@ -311,21 +195,36 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
   std::vector<std::string> args{path, "--json"};
   args.insert(args.end(), flags.begin(), flags.end());
   LiveLine line(out, live, "running " + lab_name(decl));
-  const Child child = spawn(path, args);
-  set_lab_running(child.pid);
-  const Collected c = collect(child, line);
+  // Its own process group (lab/child_process.h), so the terminal's Ctrl-C reaches the runner alone and the
+  // runner decides when the lab stops; should the runner die without stopping it, the lab gets SIGTERM.
+  lab::Child child({.argv = args,
+                    .out = lab::Stream::capture(kMaxReportBytes),
+                    .err = lab::Stream::capture(kMaxStderrBytes, /*keep_tail=*/true),
+                    .death_signal = SIGTERM});
+  set_lab_running(child.pid());
+  // The walk's handler (interrupt.h) decides when the lab stops, through stop_signal; without one, a signal
+  // goes on to the lab, and the runner then ends by it.
+  lab::wait_for(child, {.forward = lab::Forward::Unhandled,
+                        .stop = stop_signal,
+                        .grace = kGrace,
+                        .tick =
+                            [&] {
+                              line.tick();
+                              return true;
+                            },
+                        .interval = std::chrono::milliseconds(100)});
   set_lab_running(0);
   line.clear();
   o.seconds = now_s() - start;
-  if (child.exec_errno) {
-    o.kind = child.exec_errno == ENOENT ? LabOutcome::Kind::NotBuilt : LabOutcome::Kind::Failed;
-    o.message = fmt::format("cannot run {}: {}", lab::quote(path, 200), std::strerror(child.exec_errno));
-    if (child.exec_errno == ENOENT)
+  if (const int e = child.status().exec_errno) {
+    o.kind = e == ENOENT ? LabOutcome::Kind::NotBuilt : LabOutcome::Kind::Failed;
+    o.message = fmt::format("cannot run {}: {}", lab::quote(path, 200), std::strerror(e));
+    if (e == ENOENT)
       o.message =
           fmt::format("{} is not built here ({} does not exist)", lab_name(decl), lab::quote(path, 200));
     return o;
   }
-  interpret(o, c, decl);
+  interpret(o, child, decl);
   return o;
 }
 

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "amp/detail/atomic_file.h"
 #include "lab/text.h"
 
 namespace runner {
@@ -181,16 +182,6 @@ std::optional<std::string> read_all(int fd, std::string* why) {
   }
 }
 
-bool write_all(int fd, const std::string& text) {
-  for (size_t done = 0; done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // An exclusive flock on `path`, waiting at most kLockWait; -1 with errno set when not had.
 int lock(const std::filesystem::path& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -223,33 +214,6 @@ class Lock {
   int fd_;
   int error_;
 };
-
-// `text` as `file`, atomically: a temporary file beside it, fsync, rename, then fsync of the folder so the
-// rename itself survives a crash. Returns an error message, empty on success.
-std::string write_atomically(const std::filesystem::path& file, const std::string& text) {
-  std::string temp = (file.parent_path() / ("." + file.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0)
-    return "cannot create a file in " + lab::escape(file.parent_path().string()) + ": " +
-           describe_errno(errno);
-  std::string error;
-  if (!write_all(fd, text))
-    error = "writing failed: " + describe_errno(errno);
-  else if (::fsync(fd) != 0)
-    error = "fsync failed: " + describe_errno(errno);
-  if (::close(fd) != 0 && error.empty()) error = "writing failed: " + describe_errno(errno);
-  if (error.empty() && ::rename(temp.c_str(), file.c_str()) != 0)
-    error = "rename failed: " + describe_errno(errno);
-  if (!error.empty()) {
-    ::unlink(temp.c_str());
-    return error;
-  }
-  if (const int dir = ::open(file.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
-  return "";
-}
 
 std::string display(const std::filesystem::path& path) {
   return lab::escape(path.string());
@@ -400,9 +364,10 @@ bool ProgressStore::save_locked(const std::function<void(Progress&)>& change) {
   std::optional<Progress> progress = read_locked(/*may_set_aside=*/true);
   if (!progress) return false;  // read_locked said why, and that nothing will be saved
   change(*progress);
-  const std::string error = write_atomically(file_, to_json(*progress).dump(2) + "\n");
-  if (!error.empty()) {
-    warn_once(fmt::format("cannot save progress to {}: {}", display(file_), error));
+  try {  // a new file is the learner's alone: 0600
+    amp::detail::write_file_atomically(file_.string(), to_json(*progress).dump(2) + "\n", {.mode = 0600});
+  } catch (const amp::detail::AtomicFileError& e) {
+    warn_once(fmt::format("cannot save progress to {}: {}", display(file_), e.code().message()));
     return false;
   }
   return true;
