@@ -213,7 +213,7 @@ TEST_CASE("several children at once, each with its own variables, each reported"
   }
 }
 
-TEST_CASE("stop's signal goes to the group once; a child that ignores it gets SIGKILL after the grace") {
+TEST_CASE("stop's signal goes to the group once, and a child that ignores it gets SIGKILL after the grace") {
   Folder dir;
   Child child(sh("trap '' TERM; echo ready > '" + dir.file("ready") + "'; sleep 60"));
   const auto start = std::chrono::steady_clock::now();
@@ -241,7 +241,7 @@ TEST_CASE("once a signal has gone on, tick cannot end the wait: it ends Signalle
   CHECK(child.status().term_signal == SIGTERM);
 }
 
-TEST_CASE("tick can end the wait with the children as they are; the destructor then kills them") {
+TEST_CASE("tick can end the wait with the children as they are, and the destructor then kills them") {
   pid_t pid = 0;
   {
     Child child(sh("sleep 60"));
@@ -315,7 +315,7 @@ TEST_CASE("with a handler of the program's own, Forward::All passes the signal o
   CHECK(WEXITSTATUS(status) == 0);
 }
 
-TEST_CASE("Forward::Unhandled leaves a signal the program handles to the program; the child runs on") {
+TEST_CASE("Forward::Unhandled leaves a signal the program handles to the program, and the child runs on") {
   Folder dir;
   const std::string ready = dir.file("ready"), marker = dir.file("marker");
   const int status = in_copy(
