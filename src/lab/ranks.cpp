@@ -114,6 +114,14 @@ std::string seconds(milliseconds t) {
   return fmt::format("{:g} s", t.count() / 1000.0);
 }
 
+// "rank 1 of 2", "ranks 1 and 3 of 4".
+std::string ranks_of(const std::vector<int>& ranks, int world) {
+  std::string list;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", list, world);
+}
+
 // Runs `fn` on a thread of its own and waits until `deadline` for it. A call still running then is left
 // to finish on its own (a resolver waiting for DNS, a handshake with a peer that never answers): nothing
 // waits for it, and its result is dropped. nullopt: it did not finish in time.
@@ -441,13 +449,6 @@ bool failed(const Rank& r) {
   return r.ended && (WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) > 1));
 }
 
-std::string ranks_named(const std::vector<int>& ranks, int world) {
-  std::string names;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    names += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", names, world);
-}
-
 // Who is to blame, in one line, once some rank failed and the others had their grace period.
 std::string blame(const std::vector<Rank>& ranks) {
   const int world = static_cast<int>(ranks.size());
@@ -463,10 +464,9 @@ std::string blame(const std::vector<Rank>& ranks) {
   }
   const std::string peer =
       first_failed < 0 ? "" : fmt::format("; rank {}: {}", first_failed, last_words(ranks[first_failed]));
-  if (!stopped.empty())
-    return ranks_named(stopped, world) + " stopped answering (stopped by a signal)" + peer;
+  if (!stopped.empty()) return ranks_of(stopped, world) + " stopped answering (stopped by a signal)" + peer;
   if (!silent.empty())
-    return ranks_named(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
+    return ranks_of(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
   const Rank& r = ranks[first_failed];
   if (WEXITSTATUS(r.status) == 127 && r.err.empty())
     return fmt::format("rank {} of {} could not be started (exec failed, exit code 127)", first_failed,
@@ -623,14 +623,6 @@ void quiet_c10d_warnings() {
 }
 
 namespace {
-
-// "rank 1 of 2", "ranks 1 and 3 of 4".
-std::string ranks_of(const std::vector<int>& ranks, int world) {
-  std::string list;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", list, world);
-}
 
 // Sets `what`/<rank>, then waits until `deadline` for every other rank's; returns the ranks missing then.
 std::vector<int> missing_ranks(c10d::Store& store, const std::string& what, int rank, int world,
