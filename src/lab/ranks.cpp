@@ -11,11 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <thread>
@@ -31,6 +29,7 @@
 #include <torch/csrc/distributed/c10d/TCPStoreBackend.hpp>
 #endif
 
+#include "amp/detail/atomic_file.h"
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
 #include "lab/cli.h"
@@ -489,15 +488,14 @@ void stop_all(std::vector<Rank>& ranks) {
 }
 
 void write_pids(const std::string& path, const std::vector<Rank>& ranks) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    for (const Rank& r : ranks) out << r.pid << "\n";
-    if (!out.flush()) throw std::runtime_error("cannot write the ranks' process ids to " + quote(tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+  std::string text;
+  for (const Rank& r : ranks) text += std::to_string(r.pid) + "\n";
+  try {
+    amp::detail::write_file_atomically(path, text);
+  } catch (const amp::detail::AtomicFileError& e) {
     throw std::runtime_error("cannot write the ranks' process ids to " + quote(path) + ": " +
-                             std::strerror(errno));
+                             e.code().message());
+  }
 }
 
 }  // namespace
