@@ -1,21 +1,16 @@
 #include "lab/ranks.h"
 
-#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <memory>
 #include <thread>
@@ -31,12 +26,12 @@
 #include <torch/csrc/distributed/c10d/TCPStoreBackend.hpp>
 #endif
 
+#include "amp/detail/atomic_file.h"
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
+#include "lab/child_process.h"
 #include "lab/cli.h"
 #include "lab/text.h"
-
-extern char** environ;
 
 namespace lab {
 
@@ -112,6 +107,14 @@ int millis_left(Clock::time_point deadline) {
 
 std::string seconds(milliseconds t) {
   return fmt::format("{:g} s", t.count() / 1000.0);
+}
+
+// "rank 1 of 2", "ranks 1 and 3 of 4".
+std::string ranks_of(const std::vector<int>& ranks, int world) {
+  std::string list;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
+  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", list, world);
 }
 
 // Runs `fn` on a thread of its own and waits until `deadline` for it. A call still running then is left
@@ -293,137 +296,11 @@ RankProgram rank_program(const std::string& id) {
 
 namespace {
 
-constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
-constexpr int kNumStopSignals = 3;
-struct sigaction g_before[kNumStopSignals];  // what was installed before ours, while ranks run
-volatile sig_atomic_t g_stop_signal = 0;     // the signal that asks the ranks to stop (0: none)
-
-bool is_program_handler(const struct sigaction& a) {
-  return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction != nullptr
-                                   : a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
-}
-
-void on_stop_signal(int signo, siginfo_t* info, void* context) {
-  for (int i = 0; i < kNumStopSignals; ++i) {
-    if (kStopSignals[i] != signo) continue;
-    const struct sigaction& before = g_before[i];
-    if (is_program_handler(before)) {  // the program decides (amp-lab lets the running lab finish)
-      if (before.sa_flags & SA_SIGINFO)
-        before.sa_sigaction(signo, info, context);
-      else
-        before.sa_handler(signo);
-      return;
-    }
-  }
-  g_stop_signal = signo;  // the watch loop stops the ranks
-}
-
-// Our handler in front of SIGINT, SIGTERM and SIGHUP while the ranks run; an ignored signal stays ignored.
-class StopSignals {
- public:
-  StopSignals() {
-    g_stop_signal = 0;
-    for (int i = 0; i < kNumStopSignals; ++i) {
-      installed_[i] = false;
-      if (sigaction(kStopSignals[i], nullptr, &g_before[i]) != 0) continue;
-      if (!(g_before[i].sa_flags & SA_SIGINFO) && g_before[i].sa_handler == SIG_IGN) continue;
-      struct sigaction ours {};
-      ours.sa_sigaction = on_stop_signal;
-      ours.sa_flags = SA_SIGINFO | SA_RESTART;
-      sigemptyset(&ours.sa_mask);
-      installed_[i] = sigaction(kStopSignals[i], &ours, nullptr) == 0;
-    }
-  }
-  ~StopSignals() {
-    for (int i = 0; i < kNumStopSignals; ++i)
-      if (installed_[i]) sigaction(kStopSignals[i], &g_before[i], nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  bool installed_[kNumStopSignals];
-};
-
-struct Rank {
-  pid_t pid = 0;
-  int err_fd = -1;     // the read end of its stderr
-  std::string err;     // what it printed there (the last 8 KB)
-  bool ended = false;  // reaped
-  bool stopped = false;
-  int status = 0;
-};
-
-std::vector<std::string> environment_with(std::vector<std::string> vars) {
-  for (char** e = environ; *e; ++e) {  // the rest of this process's environment, minus what vars sets
-    const char* eq = std::strchr(*e, '=');
-    const size_t n = eq ? static_cast<size_t>(eq - *e) + 1 : 0;
-    const bool replaced = n > 0 && std::any_of(vars.begin(), vars.end(), [&](const std::string& v) {
-                            return v.compare(0, n, *e, n) == 0;
-                          });
-    if (!replaced) vars.emplace_back(*e);
-  }
-  return vars;
-}
-
-// Re-exec, not a bare fork(): a lab also runs inside amp-lab and the test binaries, whose OpenMP and
-// intra-op thread pools do not survive fork() (a forked child can deadlock in its first parallel op).
-Rank start_rank(const RankProgram& program, std::vector<std::string> vars) {
-  std::vector<std::string> env_strings = environment_with(std::move(vars)), argv_strings{program.path};
-  argv_strings.insert(argv_strings.end(), program.args.begin(), program.args.end());
-  std::vector<char*> envp, argv;
-  for (auto& v : env_strings) envp.push_back(v.data());
-  for (auto& a : argv_strings) argv.push_back(a.data());
-  envp.push_back(nullptr);
-  argv.push_back(nullptr);
-  int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  const int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid == 0) {   // only async-signal-safe calls until exec
-    setpgid(0, 0);  // a process group of its own: the terminal's Ctrl-C goes to the lab, which stops it
-    prctl(PR_SET_PDEATHSIG, SIGKILL);  // the lab's process dies: its ranks die with it
-    if (getppid() != parent) _exit(3);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(devnull, STDIN_FILENO);
-    dup2(devnull, STDOUT_FILENO);
-    dup2(pipe_fds[1], STDERR_FILENO);
-    execve(program.path.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  const int fork_errno = errno;
-  close(pipe_fds[1]);
-  if (devnull >= 0) close(devnull);
-  if (pid < 0) {
-    close(pipe_fds[0]);
-    throw std::runtime_error(std::string("could not start a rank: ") + std::strerror(fork_errno));
-  }
-  fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
-  return {.pid = pid, .err_fd = pipe_fds[0]};
-}
-
-void drain(Rank& r) {
-  char buf[4096];
-  ssize_t got;
-  while (r.err_fd >= 0 && (got = read(r.err_fd, buf, sizeof buf)) != 0) {
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) return;
-      break;
-    }
-    r.err.append(buf, static_cast<size_t>(got));
-    if (r.err.size() > 8192) r.err.erase(0, r.err.size() - 8192);
-  }
-  if (r.err_fd >= 0) close(r.err_fd);
-  r.err_fd = -1;
-}
+constexpr size_t kErrTail = 8192;  // what is kept of a rank's stderr: its last 8 KB, for last_words()
 
 // The last line a rank printed, without the "<program>: lab failed: " its command line puts first.
-std::string last_words(const Rank& r) {
-  std::string s = r.err;
+std::string last_words(const Child& r) {
+  std::string s = r.err();
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   s = s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
   if (const auto at = s.find(": lab failed: "); at != std::string::npos) s = s.substr(at + 14);
@@ -437,140 +314,108 @@ std::string signal_name(int signo) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
 }
 
-bool failed(const Rank& r) {
-  return r.ended && (WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) > 1));
-}
-
-std::string ranks_named(const std::vector<int>& ranks, int world) {
-  std::string names;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    names += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", names, world);
+// Ended by a signal or with an exit code above 1 (0 and 1 are its checks' verdict).
+bool failed(const Child& r) {
+  const ChildStatus& s = r.status();
+  return s.ended && (s.term_signal != 0 || s.exit_code > 1);
 }
 
 // Who is to blame, in one line, once some rank failed and the others had their grace period.
-std::string blame(const std::vector<Rank>& ranks) {
+std::string blame(const std::vector<Child>& ranks) {
   const int world = static_cast<int>(ranks.size());
   for (int r = 0; r < world; ++r)
-    if (ranks[r].ended && WIFSIGNALED(ranks[r].status))
-      return fmt::format("rank {} of {} was killed by signal {} ({})", r, world, WTERMSIG(ranks[r].status),
-                         strsignal(WTERMSIG(ranks[r].status)));
+    if (const int signo = ranks[r].status().term_signal)
+      return fmt::format("rank {} of {} was killed by signal {} ({})", r, world, signo, strsignal(signo));
   int first_failed = -1;
   std::vector<int> stopped, silent;
   for (int r = 0; r < world; ++r) {
     if (failed(ranks[r]) && first_failed < 0) first_failed = r;
-    if (!ranks[r].ended) (ranks[r].stopped ? stopped : silent).push_back(r);
+    if (!ranks[r].status().ended) (ranks[r].status().paused ? stopped : silent).push_back(r);
   }
   const std::string peer =
       first_failed < 0 ? "" : fmt::format("; rank {}: {}", first_failed, last_words(ranks[first_failed]));
-  if (!stopped.empty())
-    return ranks_named(stopped, world) + " stopped answering (stopped by a signal)" + peer;
+  if (!stopped.empty()) return ranks_of(stopped, world) + " stopped answering (stopped by a signal)" + peer;
   if (!silent.empty())
-    return ranks_named(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
-  const Rank& r = ranks[first_failed];
-  if (WEXITSTATUS(r.status) == 127 && r.err.empty())
+    return ranks_of(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
+  const Child& r = ranks[first_failed];
+  if (r.status().exit_code == 127 && r.err().empty())  // exec failed (status().exec_errno)
     return fmt::format("rank {} of {} could not be started (exec failed, exit code 127)", first_failed,
                        world);
-  return fmt::format("rank {} of {} failed (exit code {}): {}", first_failed, world, WEXITSTATUS(r.status),
+  return fmt::format("rank {} of {} failed (exit code {}): {}", first_failed, world, r.status().exit_code,
                      last_words(r));
 }
 
-void stop_all(std::vector<Rank>& ranks) {
-  for (Rank& r : ranks)
-    if (!r.ended) kill(r.pid, SIGKILL);  // works on a stopped process too
-  for (Rank& r : ranks) {
-    if (!r.ended) {
-      while (waitpid(r.pid, &r.status, 0) < 0 && errno == EINTR) {
-      }
-      r.ended = true;
-    }
-    drain(r);
-  }
-}
-
-void write_pids(const std::string& path, const std::vector<Rank>& ranks) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    for (const Rank& r : ranks) out << r.pid << "\n";
-    if (!out.flush()) throw std::runtime_error("cannot write the ranks' process ids to " + quote(tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+void write_pids(const std::string& path, const std::vector<Child>& ranks) {
+  std::string text;
+  for (const Child& r : ranks) text += std::to_string(r.pid()) + "\n";
+  try {
+    amp::detail::write_file_atomically(path, text);
+  } catch (const amp::detail::AtomicFileError& e) {
     throw std::runtime_error("cannot write the ranks' process ids to " + quote(path) + ": " +
-                             std::strerror(errno));
-}
-
-}  // namespace
-
-namespace {
-
-// Every rank still running when the call ends, however it ends, is stopped and reaped.
-struct RankSet {
-  std::vector<Rank> ranks;
-  RankSet() = default;
-  RankSet(const RankSet&) = delete;
-  RankSet& operator=(const RankSet&) = delete;
-  ~RankSet() { stop_all(ranks); }
-};
-
-// Reads what the ranks printed and reaps those that ended (a stop or a continue is noted); true when all
-// have ended. `first_failure` is set when the first one fails.
-bool sweep(std::vector<Rank>& ranks, std::optional<Clock::time_point>& first_failure) {
-  std::vector<pollfd> fds;
-  for (const Rank& r : ranks)
-    if (r.err_fd >= 0) fds.push_back({r.err_fd, POLLIN, 0});
-  if (fds.empty())
-    std::this_thread::sleep_for(milliseconds(20));
-  else
-    poll(fds.data(), fds.size(), 20);
-  bool all_ended = true;
-  for (Rank& r : ranks) {
-    if (r.ended) continue;
-    drain(r);
-    int status = 0;
-    if (waitpid(r.pid, &status, WNOHANG | WUNTRACED | WCONTINUED) == r.pid) {
-      if (WIFSTOPPED(status))
-        r.stopped = true;
-      else if (WIFCONTINUED(status))
-        r.stopped = false;
-      else
-        r.ended = true, r.status = status, drain(r);
-    }
-    all_ended &= r.ended;
-    if (failed(r) && !first_failure) first_failure = Clock::now();
+                             e.code().message());
   }
-  return all_ended;
 }
 
-void watch(std::vector<Rank>& ranks, const SpawnOptions& o) {
-  const auto end = Clock::now() + o.deadline;
-  constexpr auto kGrace = milliseconds(2000);  // after a failure, for the healthy peers to fail too
-  std::optional<Clock::time_point> first_failure;
-  for (;;) {
-    const bool all_ended = sweep(ranks, first_failure);
-    if (const int signo = g_stop_signal; signo != 0)
-      throw Interrupted(
-          fmt::format("interrupted by {}: its {} ranks were stopped", signal_name(signo), o.world), signo);
-    const bool killed = std::any_of(ranks.begin(), ranks.end(),
-                                    [](const Rank& r) { return r.ended && WIFSIGNALED(r.status); });
-    const bool stopped =
-        std::any_of(ranks.begin(), ranks.end(), [](const Rank& r) { return !r.ended && r.stopped; });
-    if (first_failure && (killed || stopped || all_ended || Clock::now() - *first_failure > kGrace))
-      throw std::runtime_error(blame(ranks));
-    if (all_ended) return;
-    if (Clock::now() > end)
-      throw std::runtime_error(fmt::format("ranks still running after {} s: stopped", o.deadline.count()));
+// stdin and stdout on /dev/null, stderr read by this process (its last 8 KB kept), killed (SIGKILL) when
+// this process dies. lab::Child execs, never a bare fork(): a lab also runs inside amp-lab and the test
+// binaries, whose OpenMP and intra-op thread pools do not survive fork().
+Child start_rank(const RankProgram& program, std::vector<std::string> vars) {
+  ChildSpec spec{.argv = {program.path},
+                 .env = std::move(vars),
+                 .in = Stream::null(),
+                 .out = Stream::null(),
+                 .err = Stream::capture(kErrTail, /*keep_tail=*/true),
+                 .death_signal = SIGKILL};
+  spec.argv.insert(spec.argv.end(), program.args.begin(), program.args.end());
+  try {
+    return Child(spec);
+  } catch (const SpawnError& e) {
+    throw std::runtime_error(std::string("could not start a rank: ") + e.what());
   }
 }
 
 }  // namespace
 
 void spawn_ranks(const SpawnOptions& o) {
-  const StopSignals signals;
-  RankSet set;
-  for (int rank = 0; rank < o.world; ++rank) set.ranks.push_back(start_rank(o.program, o.vars_of(rank)));
-  if (!o.pids_file.empty()) write_pids(o.pids_file, set.ranks);
-  watch(set.ranks, o);
+  std::vector<Child> ranks;  // however the call ends, each one still running is killed with its group
+  ranks.reserve(static_cast<size_t>(o.world));
+  for (int rank = 0; rank < o.world; ++rank) ranks.push_back(start_rank(o.program, o.vars_of(rank)));
+  constexpr auto kGrace = milliseconds(2000);  // after a failure, for the healthy peers to fail too
+  std::optional<Clock::time_point> first_failure;
+  bool pids_written = o.pids_file.empty();
+  // After each look at the ranks: false (blame now) once one has failed and one was killed or is paused,
+  // all have ended, or the others had their grace.
+  const auto keep_waiting = [&] {
+    // Written from inside the wait, once the stop signals are caught: whoever signals this process once it
+    // has read them finds the ranks stopped and Interrupted thrown.
+    if (!pids_written) write_pids(o.pids_file, ranks), pids_written = true;
+    bool killed = false, paused = false, all_ended = true;
+    for (const Child& r : ranks) {
+      killed |= r.status().term_signal != 0;
+      paused |= r.status().paused;
+      all_ended &= r.status().ended;
+      if (failed(r) && !first_failure) first_failure = Clock::now();
+    }
+    return !(first_failure && (killed || paused || all_ended || Clock::now() - *first_failure > kGrace));
+  };
+  // SIGINT, SIGTERM and SIGHUP, unless the program has a handler of its own for it (amp-lab's, which lets
+  // the lab finish): the ranks get it, then SIGKILL at once.
+  const WaitEnd end = wait_for(ranks, {.deadline = o.deadline,
+                                       .forward = Forward::Unhandled,
+                                       .reraise = false,
+                                       .grace = milliseconds(0),
+                                       .tick = keep_waiting,
+                                       .interval = milliseconds(20)});
+  if (end == WaitEnd::Signalled) {
+    int signo = 0;  // what went on to the ranks still running then
+    for (const Child& r : ranks) signo = signo ? signo : r.status().stop_signal;
+    throw Interrupted(
+        fmt::format("interrupted by {}: its {} ranks were stopped", signal_name(signo), o.world), signo);
+  }
+  if (end == WaitEnd::TimedOut)
+    throw std::runtime_error(fmt::format("ranks still running after {} s: stopped", o.deadline.count()));
+  if (end == WaitEnd::Cancelled || std::any_of(ranks.begin(), ranks.end(), failed))
+    throw std::runtime_error(blame(ranks));
 }
 
 // ---- Values through the store -----------------------------------------------------------------------
@@ -623,14 +468,6 @@ void quiet_c10d_warnings() {
 }
 
 namespace {
-
-// "rank 1 of 2", "ranks 1 and 3 of 4".
-std::string ranks_of(const std::vector<int>& ranks, int world) {
-  std::string list;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  return fmt::format("{} {} of {}", ranks.size() == 1 ? "rank" : "ranks", list, world);
-}
 
 // Sets `what`/<rank>, then waits until `deadline` for every other rank's; returns the ranks missing then.
 std::vector<int> missing_ranks(c10d::Store& store, const std::string& what, int rank, int world,
