@@ -5,16 +5,15 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "runner/data_files.h"
+
 namespace runner {
 
-// "quiz.yaml:12:5: questions[2].answer: must be one letter from a to d, got 'e'"
-struct QuizError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// "quiz.yaml:12:5: questions[2].answer: must be one letter from a to d, got 'e'": the data files' error.
+using QuizError = DataError;
 
 // A track is a sequence of questions taken together: `amp-lab quiz --track ID`. quiz.yaml declares its
 // tracks in a top-level `tracks:` list (the first is the default) and each question names its own with
@@ -58,10 +57,9 @@ extern const std::vector<std::string>
 // The largest quiz file read (the project's is about 41 KB).
 constexpr size_t kMaxQuizBytes = 1 << 20;
 
-// Loads and validates: a regular file (a directory or FIFO is refused without blocking) of at most
-// kMaxQuizBytes, UTF-8 without control characters, one YAML document (a %YAML or %TAG directive only with
-// its '---'), no YAML tag, no duplicate or unknown keys, no unterminated quote; required fields, none
-// blank (white space and zero-width characters of any script count as blank); 4 options with exactly one
+// Loads and validates, through the data files' loader (runner/yaml_file.h: a regular file of at most
+// kMaxQuizBytes, UTF-8, one YAML document, no anchors, aliases or tags, no duplicate or unknown keys, no
+// unterminated quote, no blank field): required fields; 4 options with exactly one
 // correct (a letter in range), the lab exists, unique ids, every {placeholder} in explanation, why_not
 // and hint is an observation the lab provides, tracks with unique ids and titles, and every question's
 // track declared. why_not (optional) maps the letters of wrong options to why each is wrong.
