@@ -17,14 +17,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
-#include "amp_lab_paths.h"
 #include "amp_lab_version.h"
 #include "lab/catalog.h"
 #include "lab/cli_args.h"
@@ -38,17 +36,6 @@
 #include "runner/quiz.h"
 
 namespace runner {
-
-std::string default_quiz_path() {
-  if (const char* env = std::getenv("AMP_LAB_QUIZ"); env && *env) return env;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto installed = (exe.parent_path() / AMP_LAB_QUIZ_FROM_BIN).lexically_normal();
-    if (std::filesystem::is_regular_file(installed, ec)) return installed.string();
-  }
-  return AMP_LAB_SOURCE_DIR "/quiz.yaml";
-}
 
 Quiz load(const std::string& path) {
   return load_quiz(path, [](const std::string& id) -> std::optional<std::vector<std::string>> {

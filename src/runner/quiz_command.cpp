@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
-#include "amp_lab_paths.h"
 #include "lab/catalog.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
