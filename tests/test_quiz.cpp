@@ -1,5 +1,6 @@
-// quiz.yaml loading: the project's file is the seed's questions verbatim, and every malformed file
-// gets its own error naming the file, the line and column, and the field.
+// The data files' loading (quiz.yaml and glossary.yaml, one loader): the project's quiz is the seed's
+// questions verbatim, and every malformed file gets its own error naming the file, the line and column, and
+// the field.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "amp_lab_paths.h"
+#include "runner/glossary.h"
 #include "runner/quiz.h"
 
 namespace {
@@ -54,6 +56,28 @@ std::string error_for(const std::string& name, std::string text, const std::stri
   } catch (const runner::QuizError& e) {
     std::string msg = e.what();
     CHECK(msg.rfind(path + ":", 0) == 0);  // every error starts with the file name
+    return msg.substr(path.size());
+  }
+  FAIL("no error for " << name);
+  return "";
+}
+
+// The error `load` gives for `text` with `from` replaced by `to`, without the file name it starts with.
+template <class Load>
+std::string error_of(Load load, const std::string& name, std::string text, const std::string& from,
+                     const std::string& to) {
+  if (!from.empty()) {
+    const auto pos = text.find(from);
+    REQUIRE_MESSAGE(pos != std::string::npos, from);
+    text.replace(pos, from.size(), to);
+  }
+  const std::string path = write(name, text);
+  try {
+    load(path);
+  } catch (const runner::DataError& e) {
+    std::string msg = e.what();
+    CHECK(msg.rfind(path, 0) == 0);  // every error starts with the file name
+    CHECK(msg.find('\n') == std::string::npos);
     return msg.substr(path.size());
   }
   FAIL("no error for " << name);
@@ -411,4 +435,123 @@ TEST_CASE("anchors and aliases are refused before the tree is walked: a cycle or
   // An anchor alone, even one never used, is refused the same way: a quiz file has no use for either.
   CHECK(error_for("anchor", kGood, "[A, B, C, D]", "&o [A, B, C, D]") ==
         ":6:14: syntax: anchors and aliases (&name, *name) are not allowed in a quiz file");
+}
+
+// ---- glossary.yaml ------------------------------------------------------------------------------------
+
+namespace {
+
+const char* kGlossary = R"(sources:
+  docs: "PyTorch, AMP: https://example.org/amp"
+terms:
+  - name: ZeRO
+    definition: DeepSpeed's sharded data parallelism
+    source: "Rajbhandari et al., 2020"
+    exact_case: true
+  - name: loss scale
+    variants: [loss scaling, "amp::scale"]
+    definition: the factor the loss is multiplied by before backward
+    cite: docs
+)";
+
+std::string glossary_error(const std::string& name, const std::string& from, const std::string& to,
+                           std::string text = kGlossary) {
+  return error_of([](const std::string& path) { runner::load_glossary(path); }, "glossary_" + name,
+                  std::move(text), from, to);
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed glossary file loads sorted by name, its cited sources filled in") {
+  const runner::Glossary g = runner::load_glossary(write("glossary_good", kGlossary));
+  REQUIRE(g.terms().size() == 2);
+  CHECK(g.terms()[0].name == "loss scale");  // sorted, case-insensitively
+  CHECK(g.terms()[0].variants == std::vector<std::string>{"loss scaling", "amp::scale"});
+  CHECK(g.terms()[0].source == "PyTorch, AMP: https://example.org/amp");
+  CHECK_FALSE(g.terms()[0].exact_case);
+  CHECK(g.terms()[1].exact_case);
+  CHECK(g.terms()[1].source == "Rajbhandari et al., 2020");
+  CHECK(g.find("loss scaling") == &g.terms()[0]);
+  CHECK(g.find("zero") == nullptr);
+  // A term without a source has none.
+  const runner::Glossary bare = runner::parse_glossary("terms:\n  - name: ulp\n    definition: a gap\n", "g");
+  CHECK(bare.terms().at(0).source.empty());
+}
+
+TEST_CASE("the project's glossary.yaml loads, and every term keeps a one-line definition") {
+  const runner::Glossary g = runner::load_glossary(AMP_LAB_SOURCE_DIR "/glossary.yaml");
+  CHECK(g.terms().size() >= 80);
+  for (const auto& t : g.terms()) CHECK(t.definition.find('\n') == std::string::npos);
+}
+
+TEST_CASE("each malformed glossary file gets its own error with line, column and field") {
+  CHECK(glossary_error("unknown-key", "    definition: the factor", "    defintion: the factor") ==
+        ":10:5: terms[1]: unknown key 'defintion' (known: name, variants, definition, cite, source, "
+        "exact_case)");
+  CHECK(glossary_error("no-definition", "    definition: DeepSpeed's sharded data parallelism\n", "") ==
+        ":4:5: terms[0].definition: missing (required)");
+  CHECK(glossary_error("variants-string", "[loss scaling, \"amp::scale\"]", "loss scaling") ==
+        ":9:15: terms[1].variants: must be a list of strings, got a string");
+  CHECK(glossary_error("variant-list", "[loss scaling, \"amp::scale\"]", "[[loss scaling]]") ==
+        ":9:16: terms[1].variants[0]: must be a string, got a list");
+  CHECK(glossary_error("exact-case-yes", "exact_case: true", "exact_case: yes") ==
+        ":7:17: terms[0].exact_case: must be true or false, got 'yes'");
+  CHECK(glossary_error("exact-case-quoted", "exact_case: true", "exact_case: \"true\"") ==
+        ":7:17: terms[0].exact_case: must be true or false, got 'true'");
+  CHECK(glossary_error("two-lines", "definition: the factor the loss is multiplied by before backward",
+                       "definition: \"the factor\\nthe loss\"") ==
+        ":10:17: terms[1].definition: must be one line");
+  CHECK(glossary_error("blank", "definition: the factor the loss is multiplied by before backward",
+                       "definition: \" \"") == ":10:17: terms[1].definition: must not be empty");
+  CHECK(glossary_error("terms-not-list", "", "", "terms: 3\n") == ":1:8: terms: must be a non-empty list");
+  CHECK(glossary_error("no-terms", "", "", "sources: {}\n") == ":1:1: terms: missing (required)");
+  CHECK(glossary_error("top-key", "terms:", "term:") ==
+        ":3:1: top level: unknown key 'term' (known: sources, terms)");
+}
+
+TEST_CASE("a glossary's forms belong to one term each, and its sources are cited, each by name") {
+  CHECK(glossary_error("same-name", "name: loss scale", "name: Zero") ==
+        ":8:11: terms[1].name: 'Zero' is already a form of the term 'ZeRO' (line 4)");
+  CHECK(glossary_error("variant-of-other", "[loss scaling, ", "[zero, ") ==
+        ":9:16: terms[1].variants[0]: 'zero' is already a form of the term 'ZeRO' (line 4)");
+  CHECK(glossary_error("variant-twice", "\"amp::scale\"]", "loss scaling]") ==
+        ":9:30: terms[1].variants[1]: 'loss scaling' given twice (first at line 9)");
+  CHECK(glossary_error("name-twice", "name: ZeRO", "name: ZeRO\n    name: ZeRO") ==
+        ":5:5: terms[0].name: given twice (first at line 4)");
+  CHECK(glossary_error("unknown-cite", "cite: docs", "cite: doc") ==
+        ":11:11: terms[1].cite: no source named 'doc' in sources (known: docs)");
+  CHECK(glossary_error("uncited", "terms:", "  other: \"a book\"\nterms:") ==
+        ":3:3: sources.other: no term cites it");
+  CHECK(glossary_error("cite-and-source", "    cite: docs\n", "    cite: docs\n    source: \"a book\"\n") ==
+        ":12:13: terms[1]: give cite or source, not both");
+  CHECK(glossary_error("sources-list", "sources:\n  docs: \"PyTorch, AMP: https://example.org/amp\"",
+                       "sources: [docs]") == ":1:10: sources: must map names to citations");
+  CHECK(glossary_error("source-twice", "terms:", "  docs: \"again\"\nterms:") ==
+        ":3:3: sources.docs: given twice (first at line 2)");
+}
+
+TEST_CASE("glossary.yaml gets the quiz file's hardening: aliases, tags, documents, bytes, size, kind") {
+  CHECK(glossary_error("anchor", "cite: docs", "cite: &d docs") ==
+        ":11:11: syntax: anchors and aliases (&name, *name) are not allowed in a glossary file");
+  CHECK(glossary_error("tag", "name: ZeRO", "name: !!str ZeRO") ==
+        ":4:11: terms[0].name: the tag '!!str' is not allowed (a glossary file uses no YAML tags)");
+  CHECK(glossary_error("two-docs", "", "", std::string(kGlossary) + "---\nterms: []\n") ==
+        ":12:1: top level: a second YAML document; a glossary file holds exactly one");
+  CHECK(glossary_error("latin1", "sharded", "sh\xe9rded") == ":5:31: encoding: byte '\\xe9' is not UTF-8");
+  CHECK(glossary_error("empty", "", "", "# nothing\n") ==
+        ":1:1: top level: the file is empty (expected sources and terms)");
+  CHECK(glossary_error("list", "", "", "- a\n") ==
+        ":1:1: top level: must be a mapping with sources and terms");
+  CHECK(glossary_error("deep", "", "", "terms: " + std::string(5000, '[') + "\n").find("nested more than") !=
+        std::string::npos);
+  CHECK_THROWS_WITH_AS(runner::load_glossary("/nonexistent/glossary.yaml"),
+                       "/nonexistent/glossary.yaml: cannot read the glossary file: No such file or directory",
+                       runner::DataError);
+  const auto dir = std::filesystem::temp_directory_path();
+  CHECK_THROWS_WITH_AS(
+      runner::load_glossary(dir.string()),
+      (dir.string() + ": cannot read the glossary file: it is a directory, not a glossary file").c_str(),
+      runner::DataError);
+  const std::string huge = "terms: \"" + std::string((1 << 20) + 1, 'x') + "\"\n";
+  CHECK(glossary_error("huge", "", "", huge).find(": cannot read the glossary file: ") == 0);
 }

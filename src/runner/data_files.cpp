@@ -24,4 +24,8 @@ std::string default_quiz_path() {
   return data_folder() + "/quiz.yaml";
 }
 
+std::string glossary_path() {
+  return data_folder() + "/glossary.yaml";
+}
+
 }  // namespace runner

@@ -1,5 +1,6 @@
-// The runner's data files: quiz.yaml (the questions), in one folder: the clone's top level, or
-// P/share/amp-lab beside an installed runner P/bin/amp-lab. src/runner/yaml_file.h reads them.
+// The runner's data files: quiz.yaml (the questions) and glossary.yaml (the terms the labs print), side by
+// side in one folder: the clone's top level, or P/share/amp-lab beside an installed runner P/bin/amp-lab.
+// src/runner/yaml_file.h reads them all.
 #pragma once
 
 #include <stdexcept>
@@ -18,5 +19,8 @@ struct DataError : std::runtime_error {
 std::string data_folder();
 // $AMP_LAB_QUIZ, else data_folder()'s quiz.yaml.
 std::string default_quiz_path();
+// data_folder()'s glossary.yaml. It describes the labs, not a quiz: a quiz file chosen with --quiz or
+// $AMP_LAB_QUIZ is glossed from the same glossary.
+std::string glossary_path();
 
 }  // namespace runner

@@ -181,7 +181,8 @@ int cmd_glossary(int argc, const char* const* argv) {
   if (lab::flag(args, "help")) return print(lab::help_text(options, lab::terminal_width()));
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
-  runner::print_glossary(std::cout, lab::terminal_width(), lab::want_color(lab::flag(args, "no-color")));
+  runner::print_glossary(std::cout, runner::load_glossary(runner::glossary_path()), lab::terminal_width(),
+                         lab::want_color(lab::flag(args, "no-color")));
   return lab::kExitPass;
 }
 
