@@ -17,6 +17,7 @@
 #include "lab/catalog.h"
 #include "lab/report.h"
 #include "lab/text.h"
+#include "runner/catalog_labs.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
@@ -178,12 +179,6 @@ std::string lab_output(const lab::LabDecl& decl, const std::string& flag) {
   return run.out;
 }
 
-std::optional<std::vector<std::string>> declared_observations(const std::string& id) {
-  const lab::LabDecl* d = lab::find_decl(id);
-  if (!d || d->id != id) return std::nullopt;
-  return d->observations;
-}
-
 // The project's glossary.yaml, as the runner reads it.
 const runner::Glossary& glossary() {
   static const runner::Glossary g = runner::load_glossary(AMP_LAB_SOURCE_DIR "/glossary.yaml");
@@ -309,7 +304,7 @@ TEST_CASE("every lab's output uses only jargon the glossary defines") {
 }
 
 TEST_CASE("no question's answer is given away by the glosses of what its lab shows before it") {
-  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", declared_observations);
+  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
   for (const auto& q : quiz.questions) {
     CAPTURE(q.id);
     const lab::LabDecl* decl = lab::find_decl(q.lab);

@@ -18,6 +18,7 @@
 
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
+#include "runner/catalog_labs.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
@@ -54,12 +55,7 @@ struct StateDir {
 };
 
 runner::Quiz all_questions() {
-  const runner::Quiz quiz = runner::load_quiz(
-      AMP_LAB_SOURCE_DIR "/quiz.yaml", [](const std::string& id) -> std::optional<std::vector<std::string>> {
-        const lab::LabDecl* d = lab::find_decl(id);
-        if (!d || d->id != id) return std::nullopt;
-        return d->observations;
-      });
+  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
   return runner::select_track(quiz, runner::kAllTracks);
 }
 

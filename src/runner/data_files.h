@@ -3,6 +3,8 @@
 // src/runner/yaml_file.h reads them all.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -13,6 +15,14 @@ namespace runner {
 struct DataError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// What a data file may know of a lab it names by id: that it exists, its number and its folder's name.
+struct LabRef {
+  int number = 0;    // 2
+  std::string stem;  // "02_loss_scaling"
+};
+// nullopt: no lab has that id. The runner answers from labs/catalog.cpp (runner/catalog_labs.h).
+using LabLookup = std::function<std::optional<LabRef>(const std::string& lab_id)>;
 
 // The folder of the data files: P/share/amp-lab beside an installed runner (wherever it is run from),
 // else the clone the runner was built in.

@@ -27,6 +27,7 @@
 #include "lab/catalog.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
+#include "runner/catalog_labs.h"
 #include "runner/commands.h"
 #include "runner/exercise_commands.h"
 #include "runner/glossary.h"
@@ -38,11 +39,7 @@
 namespace runner {
 
 Quiz load(const std::string& path) {
-  return load_quiz(path, [](const std::string& id) -> std::optional<std::vector<std::string>> {
-    const lab::LabDecl* decl = lab::find_decl(id);
-    if (!decl || decl->id != id) return std::nullopt;
-    return decl->observations;
-  });
+  return load_quiz(path, catalog_lab);
 }
 
 std::string command_name() {
