@@ -1,5 +1,5 @@
-// Every lab, held to its declaration (labs/catalog.cpp) and to what quiz.yaml names of it (its
-// placeholders) through its real executable and --json.
+// Every lab, held to its declaration (labs/catalog.cpp) and to what the data files name of it (quiz.yaml's
+// placeholders, exercises.yaml's check and observation keys) through its real executable and --json.
 // ctest runs each test case once per lab (tests/CMakeLists.txt sets AMP_LAB_TEST_LAB), so a new lab is
 // covered by declaring it: no new test file. Needs no LibTorch: it reads what the labs print.
 #include <doctest/doctest.h>
@@ -20,6 +20,7 @@
 #include "lab/catalog.h"
 #include "lab/report.h"
 #include "runner/catalog_labs.h"
+#include "runner/exercise_table.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
 #include "support/process.h"
@@ -82,6 +83,15 @@ std::set<std::string> quiz_keys(const lab::LabDecl& decl) {
   return keys;
 }
 
+// The exercise on this lab in exercises.yaml, or nullopt.
+const runner::ExerciseInfo* exercise_of(const lab::LabDecl& decl) {
+  static const std::vector<runner::ExerciseInfo> all =
+      runner::load_exercises(AMP_LAB_SOURCE_DIR "/exercises.yaml", runner::catalog_lab);
+  for (const auto& e : all)
+    if (e.lab == decl.id) return &e;
+  return nullptr;
+}
+
 std::vector<std::string> check_keys(const lab::Report& r) {
   std::vector<std::string> keys;
   for (const auto& c : r.checks()) keys.push_back(c.key);
@@ -98,7 +108,7 @@ bool has(const std::vector<std::string>& keys, const std::string& key) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
-// What quiz.yaml and the declaration name of the lab, held to one report.
+// What the data files and the declaration name of the lab, held to one report.
 void check_keys_named(const lab::LabDecl& decl, const lab::Report& report) {
   const auto checks = check_keys(report), observations = observation_keys(report);
   CHECK_FALSE(checks.empty());
@@ -111,6 +121,18 @@ void check_keys_named(const lab::LabDecl& decl, const lab::Report& report) {
     CHECK_MESSAGE(has(checks, key), "labs/catalog.cpp's flip_fails names " << key << ", which no check has");
   for (const auto& key : quiz_keys(decl))
     CHECK_MESSAGE(has(observations, key), "quiz.yaml cites {" << key << "}, which the lab does not report");
+  const runner::ExerciseInfo* exercise = exercise_of(decl);
+  if (!exercise) return;
+  for (const auto& h : exercise->hints) {
+    CAPTURE(h.id);
+    if (!h.check.empty())
+      CHECK_MESSAGE(has(checks, h.check),
+                    "exercises.yaml's hint names check " << h.check << ", which the lab lacks");
+    if (!h.observation.empty())
+      CHECK_MESSAGE(has(observations, h.observation), "exercises.yaml's hint names observation "
+                                                          << h.observation
+                                                          << ", which the lab does not report");
+  }
 }
 
 const runner::Question* question_of(const runner::Quiz& quiz, const lab::LabDecl& decl) {
@@ -155,7 +177,7 @@ TEST_CASE("its declaration agrees with its file name and quiz.yaml and the repor
   CHECK(run.report.title() == decl.title);
 }
 
-TEST_CASE("its report holds every key quiz.yaml and flip_fails name, in both modes alike") {
+TEST_CASE("its report holds every key quiz.yaml, exercises.yaml and flip_fails name, in both modes alike") {
   const lab::LabDecl& decl = lab_under_test();
   const Run full = run_json(decl, {});
   const Run quick = run_json(decl, {"--quick"});

@@ -1,6 +1,6 @@
-// The data files' loading (quiz.yaml and glossary.yaml, one loader): the project's quiz is the seed's
-// questions verbatim, and every malformed file gets its own error naming the file, the line and column, and
-// the field.
+// The data files' loading (quiz.yaml, glossary.yaml, exercises.yaml, one loader): the project's quiz is the
+// seed's questions verbatim, and every malformed file gets its own error naming the file, the line and
+// column, and the field.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -14,6 +14,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "amp_lab_paths.h"
+#include "runner/exercise_table.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
 
@@ -555,4 +556,122 @@ TEST_CASE("glossary.yaml gets the quiz file's hardening: aliases, tags, document
       runner::DataError);
   const std::string huge = "terms: \"" + std::string((1 << 20) + 1, 'x') + "\"\n";
   CHECK(glossary_error("huge", "", "", huge).find(": cannot read the glossary file: ") == 0);
+}
+
+// ---- exercises.yaml -----------------------------------------------------------------------------------
+
+namespace {
+
+const char* kExercises = R"(exercises:
+  - lab: lab-a
+    title: the loop
+    hints:
+      - id: no-update
+        error: step() has already been called
+        text: call update() after every step
+      - id: scaled-twice
+        check: trains
+        evidence: "1024"
+        text: scale once
+      - id: too-big
+        check: trains
+        observation: ratio
+        range: [2.5, 3.5]
+        text: divide the loss
+)";
+
+std::string exercises_error(const std::string& name, const std::string& from, const std::string& to,
+                            std::string text = kExercises) {
+  return error_of([](const std::string& path) { runner::load_exercises(path, fake_labs); },
+                  "exercises_" + name, std::move(text), from, to);
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed exercises file loads, each exercise named by its lab's number and folder") {
+  const auto all = runner::load_exercises(write("exercises_good", kExercises), fake_labs);
+  REQUIRE(all.size() == 1);
+  const runner::ExerciseInfo& e = all[0];
+  CHECK(e.id == "09");
+  CHECK(e.stem == "09_lab_a");
+  CHECK(e.lab == "lab-a");
+  CHECK(e.title == "the loop");
+  REQUIRE(e.hints.size() == 3);
+  CHECK(e.hints[0].error == "step() has already been called");
+  CHECK(e.hints[0].check.empty());
+  CHECK(e.hints[1].check == "trains");
+  CHECK(e.hints[1].evidence == "1024");
+  CHECK(e.hints[2].observation == "ratio");
+  CHECK(e.hints[2].lo == 2.5);
+  CHECK(e.hints[2].hi == 3.5);
+  CHECK(e.hints[2].text == "divide the loss");
+  // The project's file loads with the catalog's labs (tests/test_exercises.cpp runs what it names).
+}
+
+TEST_CASE("each malformed exercises file gets its own error with line, column and field") {
+  CHECK(exercises_error("unknown-lab", "lab: lab-a", "lab: lab-z") ==
+        ":2:10: exercises[0].lab: no lab named 'lab-z' (see: amp-lab list)");
+  CHECK(exercises_error("second-for-lab", "", "",
+                        std::string(kExercises) + "  - lab: lab-a\n    title: again\n") ==
+        ":17:10: exercises[1].lab: a second exercise for lab 'lab-a'");
+  CHECK(
+      exercises_error("unknown-key", "evidence: \"1024\"", "evidnece: \"1024\"") ==
+      ":10:9: exercises[0].hints[1]: unknown key 'evidnece' (known: id, check, evidence, observation, range, "
+      "error, text)");
+  CHECK(exercises_error("title-list", "title: the loop", "title: [a, b]") ==
+        ":3:12: exercises[0].title: must be a string, got a list");
+  CHECK(exercises_error("no-title", "    title: the loop\n", "") ==
+        ":2:5: exercises[0].title: missing (required)");
+  CHECK(exercises_error("no-text", "        text: scale once\n", "") ==
+        ":8:9: exercises[0].hints[1].text: missing (required)");
+  CHECK(exercises_error("hints-empty", "", "", "exercises:\n  - lab: lab-a\n    title: t\n    hints: []\n") ==
+        ":4:12: exercises[0].hints: must be a non-empty list");
+  CHECK(exercises_error("duplicate-hint", "id: too-big", "id: no-update") ==
+        ":12:13: exercises[0].hints[2].id: duplicate hint id 'no-update'");
+  CHECK(exercises_error("exercises-map", "", "", "exercises: {lab: lab-a}\n") ==
+        ":1:12: exercises: must be a non-empty list");
+  CHECK(exercises_error("top-key", "exercises:", "exercise:") ==
+        ":1:1: top level: unknown key 'exercise' (known: exercises)");
+}
+
+TEST_CASE("a hint matches a failed check or an error, with evidence or an observation's range") {
+  CHECK(exercises_error("check-and-error", "        error: step() has already been called\n",
+                        "        error: step() has already been called\n        check: trains\n") ==
+        ":6:16: exercises[0].hints[0]: give check or error, not both");
+  CHECK(exercises_error("neither", "        error: step() has already been called\n", "") ==
+        ":5:9: exercises[0].hints[0]: missing check or error (one is required)");
+  CHECK(exercises_error("evidence-with-error", "        text: call update",
+                        "        evidence: x\n        text: call update") ==
+        ":7:19: exercises[0].hints[0].evidence: goes with check, not with error");
+  CHECK(exercises_error("evidence-and-observation", "        observation: ratio\n",
+                        "        observation: ratio\n        evidence: x\n") ==
+        ":15:19: exercises[0].hints[2]: give evidence or observation, not both");
+  CHECK(exercises_error("range-one", "[2.5, 3.5]", "[2.5]") ==
+        ":15:16: exercises[0].hints[2].range: must be [lo, hi], two numbers, got a list");
+  CHECK(exercises_error("range-word", "[2.5, 3.5]", "[2.5, big]") ==
+        ":15:22: exercises[0].hints[2].range[1]: must be a finite number, got 'big'");
+  CHECK(exercises_error("range-quoted", "[2.5, 3.5]", "[2.5, \"3.5\"]") ==
+        ":15:22: exercises[0].hints[2].range[1]: must be a finite number, got '3.5'");
+  CHECK(exercises_error("range-inf", "[2.5, 3.5]", "[2.5, 1e999]") ==
+        ":15:22: exercises[0].hints[2].range[1]: must be a finite number, got '1e999'");
+  CHECK(exercises_error("range-reversed", "[2.5, 3.5]", "[3.5, 2.5]") ==
+        ":15:16: exercises[0].hints[2].range: lo '3.5' is above hi '2.5'");
+  CHECK(exercises_error("no-range", "        range: [2.5, 3.5]\n", "") ==
+        ":14:22: exercises[0].hints[2].range: missing: an observation needs its range [lo, hi]");
+  CHECK(exercises_error("range-alone", "        observation: ratio\n", "") ==
+        ":14:16: exercises[0].hints[2].range: goes with an observation, and this hint names none");
+}
+
+TEST_CASE("exercises.yaml gets the quiz file's hardening, and a missing one is one line") {
+  CHECK(exercises_error("alias", "lab: lab-a", "lab: &l lab-a") ==
+        ":2:10: syntax: anchors and aliases (&name, *name) are not allowed in an exercises file");
+  CHECK(exercises_error("tag", "check: trains", "check: !k trains") ==
+        ":9:16: exercises[0].hints[1].check: the tag '!k' is not allowed (an exercises file uses no YAML "
+        "tags)");
+  CHECK(exercises_error("control", "scale once", "scale\x1b once") ==
+        ":11:20: encoding: the control character '\\x1b' is not allowed");
+  CHECK_THROWS_WITH_AS(
+      runner::load_exercises("/nonexistent/exercises.yaml", fake_labs),
+      "/nonexistent/exercises.yaml: cannot read the exercises file: No such file or directory",
+      runner::DataError);
 }

@@ -28,4 +28,8 @@ std::string glossary_path() {
   return data_folder() + "/glossary.yaml";
 }
 
+std::string exercises_path() {
+  return data_folder() + "/exercises.yaml";
+}
+
 }  // namespace runner

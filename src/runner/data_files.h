@@ -1,6 +1,6 @@
-// The runner's data files: quiz.yaml (the questions) and glossary.yaml (the terms the labs print), side by
-// side in one folder: the clone's top level, or P/share/amp-lab beside an installed runner P/bin/amp-lab.
-// src/runner/yaml_file.h reads them all.
+// The runner's data files: quiz.yaml (the questions), glossary.yaml (the terms the labs print) and
+// exercises.yaml (the exercises and their hints), side by side in one folder: the clone's top level, or
+// P/share/amp-lab beside an installed runner P/bin/amp-lab. src/runner/yaml_file.h reads them all.
 #pragma once
 
 #include <functional>
@@ -29,8 +29,9 @@ using LabLookup = std::function<std::optional<LabRef>(const std::string& lab_id)
 std::string data_folder();
 // $AMP_LAB_QUIZ, else data_folder()'s quiz.yaml.
 std::string default_quiz_path();
-// data_folder()'s glossary.yaml. It describes the labs, not a quiz: a quiz file chosen with --quiz or
-// $AMP_LAB_QUIZ is glossed from the same glossary.
+// data_folder()'s glossary.yaml and exercises.yaml. They describe the labs, not a quiz: a quiz file chosen
+// with --quiz or $AMP_LAB_QUIZ is glossed from the same glossary.
 std::string glossary_path();
+std::string exercises_path();
 
 }  // namespace runner
