@@ -5,8 +5,10 @@
 #                                              (with AmpLabTorch.cmake: CUDA set-up, C++ standard)
 #   P/bin/amp-lab, P/bin/lab01_... lab08_...   the runner and the lab executables (AMP_LAB_BUILD_LABS)
 #   P/share/amp-lab/quiz.yaml                  the questions the runner asks
+#   P/share/amp-lab/glossary.yaml              the terms it glosses
+#   P/share/amp-lab/exercises.yaml             the exercises and their hints
 #   P/share/doc/amp_lab/                       README.md, CHANGELOG.md
-# Components: amp_lab_library (headers, library, package) and amp_lab_runner (runner, labs, quiz).
+# Components: amp_lab_library (headers, library, package) and amp_lab_runner (runner, labs, data files).
 include(CMakePackageConfigHelpers)
 
 set(AMP_LAB_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/amp_lab)
@@ -42,6 +44,7 @@ if(AMP_LAB_BUILD_LABS)
   get_filename_component(_amp_lab_torch_libdir "${TORCH_LIBRARY}" DIRECTORY)
   set_target_properties(amp-lab ${_amp_lab_exes} PROPERTIES INSTALL_RPATH "${_amp_lab_torch_libdir}")
   install(TARGETS amp-lab ${_amp_lab_exes} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT amp_lab_runner)
-  # The runner looks for it at AMP_LAB_QUIZ_FROM_BIN (cmake/amp_lab_paths.h.in) from its own folder.
-  install(FILES ${PROJECT_SOURCE_DIR}/quiz.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/amp-lab COMPONENT amp_lab_runner)
+  # The runner looks for them at AMP_LAB_DATA_FROM_BIN (cmake/amp_lab_paths.h.in) from its own folder.
+  install(FILES ${PROJECT_SOURCE_DIR}/quiz.yaml ${PROJECT_SOURCE_DIR}/glossary.yaml ${PROJECT_SOURCE_DIR}/exercises.yaml
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/amp-lab COMPONENT amp_lab_runner)
 endif()

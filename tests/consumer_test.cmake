@@ -5,7 +5,8 @@
 #                 LibTorch itself), built, run: its loss goes down
 #   no_torch      the same with LibTorch hidden: configuring fails with the package's one clear message
 #   runner        the installed amp-lab, run from another folder: --version, its installed quiz file,
-#                 `quiz --answers abcdabcd --quick` over the first eight questions
+#                 `quiz --answers abcdabcd --quick` over the first eight questions, its installed
+#                 glossary and exercises
 #   subdirectory  tests/consumer with -DAMP_LAB_SOURCE_DIR: amp-lab as a subproject builds only the
 #                 library; the consumer runs and its loss goes down
 # Arguments (-D): STEP, SOURCE_DIR, BINARY_DIR (amp-lab's build), WORK (a folder of this test's own),
@@ -65,7 +66,8 @@ if(STEP STREQUAL "install")
   foreach(f include/amp/autocast.h include/amp/grad_scaler.h include/amp/checkpoint.h include/amp/device_caps.h
             lib/libamp_lab.a lib/cmake/amp_lab/amp_labConfig.cmake lib/cmake/amp_lab/amp_labConfigVersion.cmake
             lib/cmake/amp_lab/amp_labTargets.cmake lib/cmake/amp_lab/AmpLabTorch.cmake bin/amp-lab bin/lab01_master_weights bin/lab08_autocast_policy
-            share/amp-lab/quiz.yaml share/doc/amp_lab/README.md share/doc/amp_lab/CHANGELOG.md)
+            share/amp-lab/quiz.yaml share/amp-lab/glossary.yaml share/amp-lab/exercises.yaml
+            share/doc/amp_lab/README.md share/doc/amp_lab/CHANGELOG.md)
     if(NOT EXISTS ${prefix}/${f})
       message(FATAL_ERROR "cmake --install left no ${f} in ${prefix}")
     endif()
@@ -127,7 +129,12 @@ elseif(STEP STREQUAL "runner")
               06_amp_api 07_bf16_scaling 08_autocast_policy)
     require_match("${out}" " labs/${lab}/" "the installed runner's lab folder names")
   endforeach()
-  message(STATUS "the installed runner answered 8 questions from ${elsewhere}")
+  # Its glossary and exercises come from beside its quiz file.
+  run("amp-lab glossary" COMMAND ${prefix}/bin/amp-lab glossary --no-color WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+  require_match("${out}" "\nloss scale: " "the installed runner's glossary")
+  run("amp-lab exercises" COMMAND ${prefix}/bin/amp-lab exercises --no-color WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+  require_match("${out}" "\n02 +the scale/step/update loop" "the installed runner's exercises")
+  message(STATUS "the installed runner answered 8 questions from ${elsewhere}, glossed from its glossary.yaml")
 
 elseif(STEP STREQUAL "subdirectory")
   build_and_run_consumer(subdirectory -DAMP_LAB_SOURCE_DIR=${SOURCE_DIR} -DTorch_DIR=${TORCH_DIR})

@@ -21,6 +21,7 @@
 
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
+#include "runner/catalog_labs.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
 #include "support/process.h"
@@ -133,12 +134,7 @@ const std::string kTwo = "quiz --quick --device cpu --only 3,8";
 // The project's quiz file, its labs checked against labs/catalog.cpp: counts come from it, never from
 // numbers written into a test.
 const runner::Quiz& project_quiz() {
-  static const runner::Quiz quiz = runner::load_quiz(
-      AMP_LAB_SOURCE_DIR "/quiz.yaml", [](const std::string& id) -> std::optional<std::vector<std::string>> {
-        const lab::LabDecl* d = lab::find_decl(id);
-        if (!d || d->id != id) return std::nullopt;
-        return d->observations;
-      });
+  static const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
   return quiz;
 }
 

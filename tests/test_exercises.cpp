@@ -27,7 +27,7 @@ const runner::ExerciseInfo& the_exercise() {
   const char* id = std::getenv("AMP_LAB_TEST_EXERCISE");
   REQUIRE_MESSAGE(id != nullptr, "set AMP_LAB_TEST_EXERCISE to an exercise's id (ctest does)");
   const runner::ExerciseInfo* e = runner::find_exercise(id);
-  REQUIRE_MESSAGE(e != nullptr, "no exercise " << id << " in src/runner/exercise.cpp");
+  REQUIRE_MESSAGE(e != nullptr, "no exercise " << id << " in exercises.yaml");
   return *e;
 }
 

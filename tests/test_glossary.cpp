@@ -1,6 +1,6 @@
-// The glossary (src/runner/glossary.h): it finds terms as whole words, glosses each once per walk, covers
-// every piece of jargon the labs print (a list kept here, apart from the glossary), and no gloss gives a
-// question's answer away before it is asked.
+// The glossary (glossary.yaml, read by src/runner/glossary.h): it finds terms as whole words, glosses each
+// once per walk, covers every piece of jargon the labs print (a list kept here, apart from the glossary), and
+// no gloss gives a question's answer away before it is asked.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 #include "lab/catalog.h"
 #include "lab/report.h"
 #include "lab/text.h"
+#include "runner/catalog_labs.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
@@ -178,50 +179,56 @@ std::string lab_output(const lab::LabDecl& decl, const std::string& flag) {
   return run.out;
 }
 
-std::optional<std::vector<std::string>> declared_observations(const std::string& id) {
-  const lab::LabDecl* d = lab::find_decl(id);
-  if (!d || d->id != id) return std::nullopt;
-  return d->observations;
+// The project's glossary.yaml, as the runner reads it.
+const runner::Glossary& glossary() {
+  static const runner::Glossary g = runner::load_glossary(AMP_LAB_SOURCE_DIR "/glossary.yaml");
+  return g;
+}
+
+std::vector<const runner::Term*> terms_in(const std::string& text) {
+  return glossary().terms_in(text);
+}
+
+const runner::Term* find_term(const std::string& word) {
+  return glossary().find(word);
 }
 
 }  // namespace
 
 TEST_CASE("terms are found as whole words, case-insensitively, with plurals and across line breaks") {
-  CHECK(names(runner::terms_in("the ulps of a binade")) == std::vector<std::string>{"ulp", "binade"});
-  CHECK(names(runner::terms_in("Fp16 and BF16")) == std::vector<std::string>{"fp16", "bf16"});
-  CHECK(names(runner::terms_in("the loss\n    scale grew")) == std::vector<std::string>{"loss scale"});
-  CHECK(names(runner::terms_in("\x1b[1mfp16\x1b[0m zeroed")) == std::vector<std::string>{"fp16"});
-  CHECK(names(runner::terms_in("amp::GradScaler, torch.amp.GradScaler")) ==
-        std::vector<std::string>{"GradScaler"});
-  CHECK(names(runner::terms_in("scaler.unscale_(opt)")) == std::vector<std::string>{"GradScaler", "unscale"});
+  CHECK(names(terms_in("the ulps of a binade")) == std::vector<std::string>{"ulp", "binade"});
+  CHECK(names(terms_in("Fp16 and BF16")) == std::vector<std::string>{"fp16", "bf16"});
+  CHECK(names(terms_in("the loss\n    scale grew")) == std::vector<std::string>{"loss scale"});
+  CHECK(names(terms_in("\x1b[1mfp16\x1b[0m zeroed")) == std::vector<std::string>{"fp16"});
+  CHECK(names(terms_in("amp::GradScaler, torch.amp.GradScaler")) == std::vector<std::string>{"GradScaler"});
+  CHECK(names(terms_in("scaler.unscale_(opt)")) == std::vector<std::string>{"GradScaler", "unscale"});
   // Not inside a longer word or identifier.
-  CHECK(runner::terms_in("information, infant, ulpx, rankings").empty());
-  CHECK(names(runner::terms_in("avx512_bf16")) == std::vector<std::string>{"AVX-512"});
+  CHECK(terms_in("information, infant, ulpx, rankings").empty());
+  CHECK(names(terms_in("avx512_bf16")) == std::vector<std::string>{"AVX-512"});
   // ZeRO is not the English zero.
-  CHECK(runner::terms_in("55% became zero").empty());
-  CHECK(names(runner::terms_in("ZeRO/FSDP style")) == std::vector<std::string>{"ZeRO", "FSDP"});
+  CHECK(terms_in("55% became zero").empty());
+  CHECK(names(terms_in("ZeRO/FSDP style")) == std::vector<std::string>{"ZeRO", "FSDP"});
   // Each term once, in the order it first appears.
-  CHECK(names(runner::terms_in("fp16, then bf16, then fp16 again")) ==
-        std::vector<std::string>{"fp16", "bf16"});
+  CHECK(names(terms_in("fp16, then bf16, then fp16 again")) == std::vector<std::string>{"fp16", "bf16"});
 }
 
 TEST_CASE("find_term knows a term by its name or any variant, and nothing else") {
-  REQUIRE(runner::find_term("subnormals") != nullptr);
-  CHECK(runner::find_term("subnormals")->name == "subnormal");
-  CHECK(runner::find_term("denormal")->name == "subnormal");
-  CHECK(runner::find_term("growth_interval")->name == "growth interval");
-  CHECK(runner::find_term("banana") == nullptr);
-  CHECK(runner::find_term("zero") == nullptr);
+  REQUIRE(find_term("subnormals") != nullptr);
+  CHECK(find_term("subnormals")->name == "subnormal");
+  CHECK(find_term("denormal")->name == "subnormal");
+  CHECK(find_term("growth_interval")->name == "growth interval");
+  CHECK(find_term("banana") == nullptr);
+  CHECK(find_term("zero") == nullptr);
 }
 
 TEST_CASE("a walk glosses each term once, the first time a text uses it") {
   std::set<std::string> glossed;
-  CHECK(names(runner::new_terms("fp16 underflow", glossed)) == std::vector<std::string>{"fp16", "underflow"});
-  CHECK(names(runner::new_terms("fp16 and a binade", glossed)) == std::vector<std::string>{"binade"});
-  CHECK(runner::new_terms("underflow in fp16 again", glossed).empty());
+  CHECK(names(glossary().new_terms("fp16 underflow", glossed)) ==
+        std::vector<std::string>{"fp16", "underflow"});
+  CHECK(names(glossary().new_terms("fp16 and a binade", glossed)) == std::vector<std::string>{"binade"});
+  CHECK(glossary().new_terms("underflow in fp16 again", glossed).empty());
   CHECK(glossed == std::set<std::string>{"fp16", "underflow", "binade"});
-  const std::string glosses =
-      runner::format_glosses({runner::find_term("binade"), runner::find_term("loss scale")}, 60);
+  const std::string glosses = runner::format_glosses({find_term("binade"), find_term("loss scale")}, 60);
   CHECK(glosses.rfind("  binade: the numbers from one power of two to the next", 0) == 0);
   CHECK(glosses.find("\n  loss scale: the factor the loss is multiplied by before\n      backward\n") !=
         std::string::npos);
@@ -237,13 +244,13 @@ TEST_CASE(
         "GradScaler",     "bf16",     "fp16",      "mantissa", "exponent",   "flush to zero",
         "split-K",        "oneDNN",   "AMX"}) {
     CAPTURE(name);
-    const runner::Term* t = runner::find_term(name);
+    const runner::Term* t = find_term(name);
     REQUIRE(t != nullptr);
     CHECK(t->name == name);
   }
   size_t sourced = 0;
   std::set<std::string> seen;
-  for (const auto& t : runner::glossary()) {
+  for (const auto& t : glossary().terms()) {
     CAPTURE(t.name);
     CHECK(seen.insert(t.name).second);
     CHECK(t.definition.find('\n') == std::string::npos);
@@ -251,18 +258,17 @@ TEST_CASE(
     // One line at 80 columns as the walk glosses it ("  name: definition"): a gloss of two lines or more
     // pushed the lab's measured part and the question off a 40-line screen.
     CHECK(runner::format_glosses({&t}, 80).find('\n') == runner::format_glosses({&t}, 80).size() - 1);
-    CHECK(runner::find_term(t.name) == &t);
-    for (const auto& v : t.variants)
-      CHECK_MESSAGE(runner::find_term(v) == &t, v << " belongs to another term");
+    CHECK(find_term(t.name) == &t);
+    for (const auto& v : t.variants) CHECK_MESSAGE(find_term(v) == &t, v << " belongs to another term");
     sourced += !t.source.empty();
   }
-  CHECK(sourced * 10 >= runner::glossary().size() * 9);
+  CHECK(sourced * 10 >= glossary().terms().size() * 9);
 }
 
 TEST_CASE("amp-lab glossary lists every term with its source, within the width") {
   for (const size_t width : {80, 120}) {
     std::ostringstream out;
-    runner::print_glossary(out, width);
+    runner::print_glossary(out, glossary(), width);
     const std::string text = out.str();
     std::istringstream lines(text);
     for (std::string line; std::getline(lines, line);) {
@@ -270,7 +276,7 @@ TEST_CASE("amp-lab glossary lists every term with its source, within the width")
       const bool lone_word = line.find(' ', line.find_first_not_of(' ')) == std::string::npos;
       CHECK_MESSAGE((lab::display_width(line) <= width || lone_word), line);
     }
-    for (const auto& t : runner::glossary()) {
+    for (const auto& t : glossary().terms()) {
       CHECK_MESSAGE(text.find("\n" + t.name + ": ") != std::string::npos, t.name);
       if (!t.source.empty()) {
         const std::string last_word = t.source.substr(t.source.rfind(' ') + 1);
@@ -285,11 +291,11 @@ TEST_CASE("every lab's output uses only jargon the glossary defines") {
     CAPTURE(decl.id);
     const std::string text = lab_output(decl, "--no-color");
     REQUIRE_FALSE(text.empty());
-    const auto found = names(runner::terms_in(text));
+    const auto found = names(terms_in(text));
     for (const auto& jargon : kJargon) {
       if (!uses(text, jargon)) continue;
       CAPTURE(jargon);
-      const runner::Term* t = runner::find_term(jargon);
+      const runner::Term* t = find_term(jargon);
       CHECK_MESSAGE(t != nullptr, decl.executable()
                                       << " prints '" << jargon << "', which the glossary lacks");
       if (t) CHECK(std::find(found.begin(), found.end(), t->name) != found.end());
@@ -298,7 +304,7 @@ TEST_CASE("every lab's output uses only jargon the glossary defines") {
 }
 
 TEST_CASE("no question's answer is given away by the glosses of what its lab shows before it") {
-  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", declared_observations);
+  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
   for (const auto& q : quiz.questions) {
     CAPTURE(q.id);
     const lab::LabDecl* decl = lab::find_decl(q.lab);
@@ -308,7 +314,7 @@ TEST_CASE("no question's answer is given away by the glosses of what its lab sho
     // A walk that starts at this question glosses every term its measured part uses, and shows the glosses
     // with that part (the text tests/test_labs.cpp scores). The glosses may not make it give the answer
     // away, nor add an answer's word to a part that already does: that is the lab's to fix.
-    const std::string glosses = runner::format_glosses(runner::terms_in(measured), 0);
+    const std::string glosses = runner::format_glosses(terms_in(measured), 0);
     const auto alone = test_support::leak_score(measured, q.prompt, q.options, q.answer);
     const auto with = test_support::leak_score(measured + glosses, q.prompt, q.options, q.answer);
     std::string added;
@@ -320,7 +326,7 @@ TEST_CASE("no question's answer is given away by the glosses of what its lab sho
     CHECK((!with.gives_away() || (added.empty() && with.run == alone.run)));
   }
   // And no gloss holds a run of four of an answer's words, whichever lab shows it.
-  for (const auto& t : runner::glossary())
+  for (const auto& t : glossary().terms())
     for (const auto& q : quiz.questions) {
       CAPTURE(t.name);
       CAPTURE(q.id);

@@ -1,11 +1,14 @@
-// Every lab, held to its declaration (labs/catalog.cpp) through its real executable and --json.
+// Every lab, held to its declaration (labs/catalog.cpp) and to what the data files name of it (quiz.yaml's
+// placeholders, exercises.yaml's check and observation keys) through its real executable and --json.
 // ctest runs each test case once per lab (tests/CMakeLists.txt sets AMP_LAB_TEST_LAB), so a new lab is
 // covered by declaring it: no new test file. Needs no LibTorch: it reads what the labs print.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +19,8 @@
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
 #include "lab/report.h"
+#include "runner/catalog_labs.h"
+#include "runner/exercise_table.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
 #include "support/process.h"
@@ -61,13 +66,73 @@ std::string failed_checks(const lab::Report& r) {
   return out;
 }
 
-runner::Quiz project_quiz() {
-  return runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml",
-                           [](const std::string& id) -> std::optional<std::vector<std::string>> {
-                             const lab::LabDecl* d = lab::find_decl(id);
-                             if (!d || d->id != id) return std::nullopt;
-                             return d->observations;
-                           });
+const runner::Quiz& project_quiz() {
+  static const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
+  return quiz;
+}
+
+// The observation keys quiz.yaml cites for this lab: the {placeholders} of every question on it.
+std::set<std::string> quiz_keys(const lab::LabDecl& decl) {
+  std::set<std::string> keys;
+  for (const auto& q : project_quiz().questions) {
+    if (q.lab != decl.id) continue;
+    std::string text = q.explanation + "\n" + q.hint;
+    for (const auto& [index, why] : q.why_not) text += "\n" + why;
+    for (const auto& p : runner::placeholders(text)) keys.insert(p.substr(0, p.find(':')));
+  }
+  return keys;
+}
+
+// The exercise on this lab in exercises.yaml, or nullopt.
+const runner::ExerciseInfo* exercise_of(const lab::LabDecl& decl) {
+  static const std::vector<runner::ExerciseInfo> all =
+      runner::load_exercises(AMP_LAB_SOURCE_DIR "/exercises.yaml", runner::catalog_lab);
+  for (const auto& e : all)
+    if (e.lab == decl.id) return &e;
+  return nullptr;
+}
+
+std::vector<std::string> check_keys(const lab::Report& r) {
+  std::vector<std::string> keys;
+  for (const auto& c : r.checks()) keys.push_back(c.key);
+  return keys;
+}
+
+std::vector<std::string> observation_keys(const lab::Report& r) {
+  std::vector<std::string> keys;
+  for (const auto& o : r.observations()) keys.push_back(o.key);
+  return keys;
+}
+
+bool has(const std::vector<std::string>& keys, const std::string& key) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// What the data files and the declaration name of the lab, held to one report.
+void check_keys_named(const lab::LabDecl& decl, const lab::Report& report) {
+  const auto checks = check_keys(report), observations = observation_keys(report);
+  CHECK_FALSE(checks.empty());
+  for (const auto& key : checks) CHECK_MESSAGE(!key.empty(), "a check without a key: give it one");
+  CHECK_MESSAGE(std::set<std::string>(checks.begin(), checks.end()).size() == checks.size(),
+                "a check key twice");
+  CHECK_MESSAGE(std::set<std::string>(observations.begin(), observations.end()).size() == observations.size(),
+                "an observation key twice");
+  for (const auto& key : decl.flip_fails)
+    CHECK_MESSAGE(has(checks, key), "labs/catalog.cpp's flip_fails names " << key << ", which no check has");
+  for (const auto& key : quiz_keys(decl))
+    CHECK_MESSAGE(has(observations, key), "quiz.yaml cites {" << key << "}, which the lab does not report");
+  const runner::ExerciseInfo* exercise = exercise_of(decl);
+  if (!exercise) return;
+  for (const auto& h : exercise->hints) {
+    CAPTURE(h.id);
+    if (!h.check.empty())
+      CHECK_MESSAGE(has(checks, h.check),
+                    "exercises.yaml's hint names check " << h.check << ", which the lab lacks");
+    if (!h.observation.empty())
+      CHECK_MESSAGE(has(observations, h.observation), "exercises.yaml's hint names observation "
+                                                          << h.observation
+                                                          << ", which the lab does not report");
+  }
 }
 
 const runner::Question* question_of(const runner::Quiz& quiz, const lab::LabDecl& decl) {
@@ -92,7 +157,7 @@ TEST_CASE("its declaration agrees with its file name and quiz.yaml and the repor
   CHECK(
       std::filesystem::is_regular_file(std::filesystem::path(AMP_LAB_BINARY_DIR "/bin") / decl.executable()));
 
-  const runner::Quiz quiz = project_quiz();  // also checks every placeholder is a declared observation
+  const runner::Quiz& quiz = project_quiz();
   const runner::Question* q = question_of(quiz, decl);
   REQUIRE_MESSAGE(q != nullptr, "quiz.yaml has no question " << decl.number);
   CHECK(q->lab == decl.id);
@@ -112,14 +177,17 @@ TEST_CASE("its declaration agrees with its file name and quiz.yaml and the repor
   CHECK(run.report.title() == decl.title);
 }
 
-TEST_CASE("it reports every declared observation and check in default and quick mode") {
+TEST_CASE("its report holds every key quiz.yaml, exercises.yaml and flip_fails name, in both modes alike") {
   const lab::LabDecl& decl = lab_under_test();
-  for (const bool quick : {false, true}) {
-    const Run run = run_json(decl, quick ? std::vector<std::string>{"--quick"} : std::vector<std::string>{});
-    CAPTURE(run.args);
-    for (const auto& problem : lab::declaration_mismatches(decl, run.report)) FAIL_CHECK(problem);
-    if (!decl.checks.empty()) CHECK(run.report.checks().size() == decl.checks.size());
+  const Run full = run_json(decl, {});
+  const Run quick = run_json(decl, {"--quick"});
+  for (const Run* run : {&full, &quick}) {
+    CAPTURE(run->args);
+    check_keys_named(decl, run->report);
   }
+  // Quick mode measures less, never other things: the same observations and checks, in the same order.
+  CHECK(observation_keys(quick.report) == observation_keys(full.report));
+  CHECK(check_keys(quick.report) == check_keys(full.report));
 }
 
 TEST_CASE("every check holds for seeds 0 to 9") {
@@ -130,6 +198,7 @@ TEST_CASE("every check holds for seeds 0 to 9") {
     const Run run = run_json(decl, args);
     CAPTURE(run.args);
     CHECK_MESSAGE(run.report.passed(), "failed:" << failed_checks(run.report));
+    check_keys_named(decl, run.report);  // the quiz may be walked with any seed
   }
 }
 
@@ -142,10 +211,7 @@ TEST_CASE("--flip fails the checks its header names and only those") {
     const Run run = run_json(decl, args);
     CAPTURE(run.args);
     CHECK(run.process.code == 1);
-    if (decl.flip_fails.empty()) {  // a lab not yet given check keys: at least one check fails
-      CHECK_FALSE(run.report.passed());
-      continue;
-    }
+    check_keys_named(decl, run.report);  // and with --flip
     for (const auto& c : run.report.checks()) {
       const bool should_fail =
           std::find(decl.flip_fails.begin(), decl.flip_fails.end(), c.key) != decl.flip_fails.end();
@@ -158,7 +224,7 @@ TEST_CASE("--flip fails the checks its header names and only those") {
 
 TEST_CASE("what the quiz shows before the question does not give the answer away") {
   const lab::LabDecl& decl = lab_under_test();
-  const runner::Quiz quiz = project_quiz();
+  const runner::Quiz& quiz = project_quiz();
   const runner::Question* q = question_of(quiz, decl);
   REQUIRE(q != nullptr);
   const std::string letter(1, static_cast<char>('a' + q->answer));
@@ -196,5 +262,6 @@ TEST_CASE("on a CUDA device every check holds in fp16 and bf16") {
     const Run run = run_json(decl, {"--device", "cuda", "--dtype", dtype});
     CAPTURE(run.args);
     CHECK_MESSAGE(run.report.passed(), "failed:" << failed_checks(run.report));
+    check_keys_named(decl, run.report);
   }
 }

@@ -26,6 +26,7 @@
 #include "lab/catalog.h"
 #include "lab/report.h"
 #include "lab/text.h"
+#include "runner/catalog_labs.h"
 #include "runner/quiz.h"
 #include "support/process.h"
 
@@ -106,12 +107,6 @@ lab::Report wide_report() {
   r.check("key", "a claim about the data of this run that needs more than one line to state", true,
           "the evidence for it, measured, with the numbers that were compared and the bounds they met");
   return r;
-}
-
-std::optional<std::vector<std::string>> declared_observations(const std::string& id) {
-  const lab::LabDecl* d = lab::find_decl(id);
-  if (!d || d->id != id) return std::nullopt;
-  return d->observations;
 }
 
 // Every lab's report from its executable's --json, run once per mode for the cases below: quick mode, as
@@ -363,7 +358,7 @@ TEST_CASE(
 TEST_CASE(
     "every explanation, why_not and hint in quiz.yaml fits 80 and 120 columns, filled with its lab's "
     "numbers") {
-  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", declared_observations);
+  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
   REQUIRE_FALSE(quiz.questions.empty());
   for (const auto& q : quiz.questions) {
     CAPTURE(q.id);

@@ -97,8 +97,8 @@ std::vector<fs::path> set_aside(const fs::path& state) {
 
 // Three questions in two tracks, as parse_quiz reads them.
 runner::Quiz quiz() {
-  const auto labs = [](const std::string&) -> std::optional<std::vector<std::string>> {
-    return std::vector<std::string>{};
+  const auto labs = [](const std::string&) -> std::optional<runner::LabRef> {
+    return runner::LabRef{1, "01_l"};
   };
   std::string text =
       "title: T\ntracks:\n  - id: core\n    title: Core\n  - id: extra\n    title: Extra\nquestions:\n";

@@ -1,5 +1,6 @@
-// quiz.yaml loading: the project's file is the seed's questions verbatim, and every malformed file
-// gets its own error naming the file, the line and column, and the field.
+// The data files' loading (quiz.yaml, glossary.yaml, exercises.yaml, one loader): the project's quiz is the
+// seed's questions verbatim, and every malformed file gets its own error naming the file, the line and
+// column, and the field.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -13,13 +14,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include "amp_lab_paths.h"
+#include "runner/exercise_table.h"
+#include "runner/glossary.h"
 #include "runner/quiz.h"
 
 namespace {
 
-// A lab "lab-a" that provides two observations.
-std::optional<std::vector<std::string>> fake_labs(const std::string& id) {
-  if (id == "lab-a") return std::vector<std::string>{"lost_share", "steps"};
+// One lab, "lab-a", number 9.
+std::optional<runner::LabRef> fake_labs(const std::string& id) {
+  if (id == "lab-a") return runner::LabRef{9, "09_lab_a"};
   return std::nullopt;
 }
 
@@ -60,6 +63,28 @@ std::string error_for(const std::string& name, std::string text, const std::stri
   return "";
 }
 
+// The error `load` gives for `text` with `from` replaced by `to`, without the file name it starts with.
+template <class Load>
+std::string error_of(Load load, const std::string& name, std::string text, const std::string& from,
+                     const std::string& to) {
+  if (!from.empty()) {
+    const auto pos = text.find(from);
+    REQUIRE_MESSAGE(pos != std::string::npos, from);
+    text.replace(pos, from.size(), to);
+  }
+  const std::string path = write(name, text);
+  try {
+    load(path);
+  } catch (const runner::DataError& e) {
+    std::string msg = e.what();
+    CHECK(msg.rfind(path, 0) == 0);  // every error starts with the file name
+    CHECK(msg.find('\n') == std::string::npos);
+    return msg.substr(path.size());
+  }
+  FAIL("no error for " << name);
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("a well-formed quiz file loads with its answer as an index and its placeholders filled") {
@@ -71,6 +96,12 @@ TEST_CASE("a well-formed quiz file loads with its answer as an index and its pla
   CHECK(q.options == std::vector<std::string>{"A", "B", "C", "D"});
   CHECK(runner::placeholders(q.explanation) == std::vector<std::string>{"lost_share"});
   CHECK(runner::fill(q.explanation, {{"lost_share", "42.0%"}}) == "42.0% of updates were lost");
+  // Which keys a lab reports only its run says: tests/test_labs.cpp holds them to each lab's --json.
+  CHECK(runner::load_quiz(write("any-key", std::string(kGood).replace(std::string(kGood).find("{steps}"), 7,
+                                                                      "{any_key:value}")),
+                          fake_labs)
+            .questions[0]
+            .hint == "{any_key:value} steps");
 }
 
 TEST_CASE("each malformed quiz file gets its own error with line, column and field") {
@@ -91,13 +122,8 @@ TEST_CASE("each malformed quiz file gets its own error with line, column and fie
         ":7:13: questions[0].answer: must be exactly one letter from a to d, got nothing (an empty value)");
   CHECK(error_for("unknown-lab", kGood, "lab: lab-a", "lab: lab-z") ==
         ":4:10: questions[0].lab: no lab named 'lab-z' (see: amp-lab list)");
-  CHECK(error_for("bad-placeholder", kGood, "{lost_share}", "{lost_shares}") ==
-        ":9:18: questions[0].explanation: placeholder {lost_shares} is not an observation lab 'lab-a' "
-        "provides");
   CHECK(error_for("bad-format", kGood, "{steps}", "{steps:text}") ==
         ":8:11: questions[0].hint: placeholder {steps:text}: the only format is ':value'");
-  CHECK(error_for("bad-hint", kGood, "{steps}", "{step}") ==
-        ":8:11: questions[0].hint: placeholder {step} is not an observation lab 'lab-a' provides");
   CHECK(error_for("questions-not-list", "title: T\nquestions: 3\n", "", "") ==
         ":2:12: questions: must be a non-empty list");
   std::string twice = kGood + std::string(kGood).substr(std::string(kGood).find("  - id"));
@@ -117,8 +143,8 @@ TEST_CASE("why_not explains wrong options by letter, with placeholders checked l
         ":12:7: questions[0].why_not: 'b' is not the letter of a wrong option (the answer is b)");
   CHECK(error_for("why-not-letter", with, "d: \"D", "x: \"D") ==
         ":12:7: questions[0].why_not: 'x' is not the letter of a wrong option (the answer is b)");
-  CHECK(error_for("why-not-placeholder", with, "{steps} steps say", "{step} steps say") ==
-        ":11:10: questions[0].why_not.a: placeholder {step} is not an observation lab 'lab-a' provides");
+  CHECK(error_for("why-not-format", with, "{steps} steps say", "{steps:text} steps say") ==
+        ":11:10: questions[0].why_not.a: placeholder {steps:text}: the only format is ':value'");
   CHECK(error_for("why-not-empty", with, "\"D is wrong\"", "\"\"") ==
         ":12:10: questions[0].why_not.d: must not be empty");
   CHECK(error_for("why-not-list", with,
@@ -411,4 +437,241 @@ TEST_CASE("anchors and aliases are refused before the tree is walked: a cycle or
   // An anchor alone, even one never used, is refused the same way: a quiz file has no use for either.
   CHECK(error_for("anchor", kGood, "[A, B, C, D]", "&o [A, B, C, D]") ==
         ":6:14: syntax: anchors and aliases (&name, *name) are not allowed in a quiz file");
+}
+
+// ---- glossary.yaml ------------------------------------------------------------------------------------
+
+namespace {
+
+const char* kGlossary = R"(sources:
+  docs: "PyTorch, AMP: https://example.org/amp"
+terms:
+  - name: ZeRO
+    definition: DeepSpeed's sharded data parallelism
+    source: "Rajbhandari et al., 2020"
+    exact_case: true
+  - name: loss scale
+    variants: [loss scaling, "amp::scale"]
+    definition: the factor the loss is multiplied by before backward
+    cite: docs
+)";
+
+std::string glossary_error(const std::string& name, const std::string& from, const std::string& to,
+                           std::string text = kGlossary) {
+  return error_of([](const std::string& path) { runner::load_glossary(path); }, "glossary_" + name,
+                  std::move(text), from, to);
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed glossary file loads sorted by name, its cited sources filled in") {
+  const runner::Glossary g = runner::load_glossary(write("glossary_good", kGlossary));
+  REQUIRE(g.terms().size() == 2);
+  CHECK(g.terms()[0].name == "loss scale");  // sorted, case-insensitively
+  CHECK(g.terms()[0].variants == std::vector<std::string>{"loss scaling", "amp::scale"});
+  CHECK(g.terms()[0].source == "PyTorch, AMP: https://example.org/amp");
+  CHECK_FALSE(g.terms()[0].exact_case);
+  CHECK(g.terms()[1].exact_case);
+  CHECK(g.terms()[1].source == "Rajbhandari et al., 2020");
+  CHECK(g.find("loss scaling") == &g.terms()[0]);
+  CHECK(g.find("zero") == nullptr);
+  // A term without a source has none.
+  const runner::Glossary bare = runner::parse_glossary("terms:\n  - name: ulp\n    definition: a gap\n", "g");
+  CHECK(bare.terms().at(0).source.empty());
+}
+
+TEST_CASE("the project's glossary.yaml loads, and every term keeps a one-line definition") {
+  const runner::Glossary g = runner::load_glossary(AMP_LAB_SOURCE_DIR "/glossary.yaml");
+  CHECK(g.terms().size() >= 80);
+  for (const auto& t : g.terms()) CHECK(t.definition.find('\n') == std::string::npos);
+}
+
+TEST_CASE("each malformed glossary file gets its own error with line, column and field") {
+  CHECK(glossary_error("unknown-key", "    definition: the factor", "    defintion: the factor") ==
+        ":10:5: terms[1]: unknown key 'defintion' (known: name, variants, definition, cite, source, "
+        "exact_case)");
+  CHECK(glossary_error("no-definition", "    definition: DeepSpeed's sharded data parallelism\n", "") ==
+        ":4:5: terms[0].definition: missing (required)");
+  CHECK(glossary_error("variants-string", "[loss scaling, \"amp::scale\"]", "loss scaling") ==
+        ":9:15: terms[1].variants: must be a list of strings, got a string");
+  CHECK(glossary_error("variant-list", "[loss scaling, \"amp::scale\"]", "[[loss scaling]]") ==
+        ":9:16: terms[1].variants[0]: must be a string, got a list");
+  CHECK(glossary_error("exact-case-yes", "exact_case: true", "exact_case: yes") ==
+        ":7:17: terms[0].exact_case: must be true or false, got 'yes'");
+  CHECK(glossary_error("exact-case-quoted", "exact_case: true", "exact_case: \"true\"") ==
+        ":7:17: terms[0].exact_case: must be true or false, got 'true'");
+  CHECK(glossary_error("two-lines", "definition: the factor the loss is multiplied by before backward",
+                       "definition: \"the factor\\nthe loss\"") ==
+        ":10:17: terms[1].definition: must be one line");
+  CHECK(glossary_error("blank", "definition: the factor the loss is multiplied by before backward",
+                       "definition: \" \"") == ":10:17: terms[1].definition: must not be empty");
+  CHECK(glossary_error("terms-not-list", "", "", "terms: 3\n") == ":1:8: terms: must be a non-empty list");
+  CHECK(glossary_error("no-terms", "", "", "sources: {}\n") == ":1:1: terms: missing (required)");
+  CHECK(glossary_error("top-key", "terms:", "term:") ==
+        ":3:1: top level: unknown key 'term' (known: sources, terms)");
+}
+
+TEST_CASE("a glossary's forms belong to one term each, and its sources are cited, each by name") {
+  CHECK(glossary_error("same-name", "name: loss scale", "name: Zero") ==
+        ":8:11: terms[1].name: 'Zero' is already a form of the term 'ZeRO' (line 4)");
+  CHECK(glossary_error("variant-of-other", "[loss scaling, ", "[zero, ") ==
+        ":9:16: terms[1].variants[0]: 'zero' is already a form of the term 'ZeRO' (line 4)");
+  CHECK(glossary_error("variant-twice", "\"amp::scale\"]", "loss scaling]") ==
+        ":9:30: terms[1].variants[1]: 'loss scaling' given twice (first at line 9)");
+  CHECK(glossary_error("name-twice", "name: ZeRO", "name: ZeRO\n    name: ZeRO") ==
+        ":5:5: terms[0].name: given twice (first at line 4)");
+  CHECK(glossary_error("unknown-cite", "cite: docs", "cite: doc") ==
+        ":11:11: terms[1].cite: no source named 'doc' in sources (known: docs)");
+  CHECK(glossary_error("uncited", "terms:", "  other: \"a book\"\nterms:") ==
+        ":3:3: sources.other: no term cites it");
+  CHECK(glossary_error("cite-and-source", "    cite: docs\n", "    cite: docs\n    source: \"a book\"\n") ==
+        ":12:13: terms[1]: give cite or source, not both");
+  CHECK(glossary_error("sources-list", "sources:\n  docs: \"PyTorch, AMP: https://example.org/amp\"",
+                       "sources: [docs]") == ":1:10: sources: must map names to citations");
+  CHECK(glossary_error("source-twice", "terms:", "  docs: \"again\"\nterms:") ==
+        ":3:3: sources.docs: given twice (first at line 2)");
+}
+
+TEST_CASE("glossary.yaml gets the quiz file's hardening: aliases, tags, documents, bytes, size, kind") {
+  CHECK(glossary_error("anchor", "cite: docs", "cite: &d docs") ==
+        ":11:11: syntax: anchors and aliases (&name, *name) are not allowed in a glossary file");
+  CHECK(glossary_error("tag", "name: ZeRO", "name: !!str ZeRO") ==
+        ":4:11: terms[0].name: the tag '!!str' is not allowed (a glossary file uses no YAML tags)");
+  CHECK(glossary_error("two-docs", "", "", std::string(kGlossary) + "---\nterms: []\n") ==
+        ":12:1: top level: a second YAML document; a glossary file holds exactly one");
+  CHECK(glossary_error("latin1", "sharded", "sh\xe9rded") == ":5:31: encoding: byte '\\xe9' is not UTF-8");
+  CHECK(glossary_error("empty", "", "", "# nothing\n") ==
+        ":1:1: top level: the file is empty (expected sources and terms)");
+  CHECK(glossary_error("list", "", "", "- a\n") ==
+        ":1:1: top level: must be a mapping with sources and terms");
+  CHECK(glossary_error("deep", "", "", "terms: " + std::string(5000, '[') + "\n").find("nested more than") !=
+        std::string::npos);
+  CHECK_THROWS_WITH_AS(runner::load_glossary("/nonexistent/glossary.yaml"),
+                       "/nonexistent/glossary.yaml: cannot read the glossary file: No such file or directory",
+                       runner::DataError);
+  const auto dir = std::filesystem::temp_directory_path();
+  CHECK_THROWS_WITH_AS(
+      runner::load_glossary(dir.string()),
+      (dir.string() + ": cannot read the glossary file: it is a directory, not a glossary file").c_str(),
+      runner::DataError);
+  const std::string huge = "terms: \"" + std::string((1 << 20) + 1, 'x') + "\"\n";
+  CHECK(glossary_error("huge", "", "", huge).find(": cannot read the glossary file: ") == 0);
+}
+
+// ---- exercises.yaml -----------------------------------------------------------------------------------
+
+namespace {
+
+const char* kExercises = R"(exercises:
+  - lab: lab-a
+    title: the loop
+    hints:
+      - id: no-update
+        error: step() has already been called
+        text: call update() after every step
+      - id: scaled-twice
+        check: trains
+        evidence: "1024"
+        text: scale once
+      - id: too-big
+        check: trains
+        observation: ratio
+        range: [2.5, 3.5]
+        text: divide the loss
+)";
+
+std::string exercises_error(const std::string& name, const std::string& from, const std::string& to,
+                            std::string text = kExercises) {
+  return error_of([](const std::string& path) { runner::load_exercises(path, fake_labs); },
+                  "exercises_" + name, std::move(text), from, to);
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed exercises file loads, each exercise named by its lab's number and folder") {
+  const auto all = runner::load_exercises(write("exercises_good", kExercises), fake_labs);
+  REQUIRE(all.size() == 1);
+  const runner::ExerciseInfo& e = all[0];
+  CHECK(e.id == "09");
+  CHECK(e.stem == "09_lab_a");
+  CHECK(e.lab == "lab-a");
+  CHECK(e.title == "the loop");
+  REQUIRE(e.hints.size() == 3);
+  CHECK(e.hints[0].error == "step() has already been called");
+  CHECK(e.hints[0].check.empty());
+  CHECK(e.hints[1].check == "trains");
+  CHECK(e.hints[1].evidence == "1024");
+  CHECK(e.hints[2].observation == "ratio");
+  CHECK(e.hints[2].lo == 2.5);
+  CHECK(e.hints[2].hi == 3.5);
+  CHECK(e.hints[2].text == "divide the loss");
+  // The project's file loads with the catalog's labs (tests/test_exercises.cpp runs what it names).
+}
+
+TEST_CASE("each malformed exercises file gets its own error with line, column and field") {
+  CHECK(exercises_error("unknown-lab", "lab: lab-a", "lab: lab-z") ==
+        ":2:10: exercises[0].lab: no lab named 'lab-z' (see: amp-lab list)");
+  CHECK(exercises_error("second-for-lab", "", "",
+                        std::string(kExercises) + "  - lab: lab-a\n    title: again\n") ==
+        ":17:10: exercises[1].lab: a second exercise for lab 'lab-a'");
+  CHECK(
+      exercises_error("unknown-key", "evidence: \"1024\"", "evidnece: \"1024\"") ==
+      ":10:9: exercises[0].hints[1]: unknown key 'evidnece' (known: id, check, evidence, observation, range, "
+      "error, text)");
+  CHECK(exercises_error("title-list", "title: the loop", "title: [a, b]") ==
+        ":3:12: exercises[0].title: must be a string, got a list");
+  CHECK(exercises_error("no-title", "    title: the loop\n", "") ==
+        ":2:5: exercises[0].title: missing (required)");
+  CHECK(exercises_error("no-text", "        text: scale once\n", "") ==
+        ":8:9: exercises[0].hints[1].text: missing (required)");
+  CHECK(exercises_error("hints-empty", "", "", "exercises:\n  - lab: lab-a\n    title: t\n    hints: []\n") ==
+        ":4:12: exercises[0].hints: must be a non-empty list");
+  CHECK(exercises_error("duplicate-hint", "id: too-big", "id: no-update") ==
+        ":12:13: exercises[0].hints[2].id: duplicate hint id 'no-update'");
+  CHECK(exercises_error("exercises-map", "", "", "exercises: {lab: lab-a}\n") ==
+        ":1:12: exercises: must be a non-empty list");
+  CHECK(exercises_error("top-key", "exercises:", "exercise:") ==
+        ":1:1: top level: unknown key 'exercise' (known: exercises)");
+}
+
+TEST_CASE("a hint matches a failed check or an error, with evidence or an observation's range") {
+  CHECK(exercises_error("check-and-error", "        error: step() has already been called\n",
+                        "        error: step() has already been called\n        check: trains\n") ==
+        ":6:16: exercises[0].hints[0]: give check or error, not both");
+  CHECK(exercises_error("neither", "        error: step() has already been called\n", "") ==
+        ":5:9: exercises[0].hints[0]: missing check or error (one is required)");
+  CHECK(exercises_error("evidence-with-error", "        text: call update",
+                        "        evidence: x\n        text: call update") ==
+        ":7:19: exercises[0].hints[0].evidence: goes with check, not with error");
+  CHECK(exercises_error("evidence-and-observation", "        observation: ratio\n",
+                        "        observation: ratio\n        evidence: x\n") ==
+        ":15:19: exercises[0].hints[2]: give evidence or observation, not both");
+  CHECK(exercises_error("range-one", "[2.5, 3.5]", "[2.5]") ==
+        ":15:16: exercises[0].hints[2].range: must be [lo, hi], two numbers, got a list");
+  CHECK(exercises_error("range-word", "[2.5, 3.5]", "[2.5, big]") ==
+        ":15:22: exercises[0].hints[2].range[1]: must be a finite number, got 'big'");
+  CHECK(exercises_error("range-quoted", "[2.5, 3.5]", "[2.5, \"3.5\"]") ==
+        ":15:22: exercises[0].hints[2].range[1]: must be a finite number, got '3.5'");
+  CHECK(exercises_error("range-inf", "[2.5, 3.5]", "[2.5, 1e999]") ==
+        ":15:22: exercises[0].hints[2].range[1]: must be a finite number, got '1e999'");
+  CHECK(exercises_error("range-reversed", "[2.5, 3.5]", "[3.5, 2.5]") ==
+        ":15:16: exercises[0].hints[2].range: lo '3.5' is above hi '2.5'");
+  CHECK(exercises_error("no-range", "        range: [2.5, 3.5]\n", "") ==
+        ":14:22: exercises[0].hints[2].range: missing: an observation needs its range [lo, hi]");
+  CHECK(exercises_error("range-alone", "        observation: ratio\n", "") ==
+        ":14:16: exercises[0].hints[2].range: goes with an observation, and this hint names none");
+}
+
+TEST_CASE("exercises.yaml gets the quiz file's hardening, and a missing one is one line") {
+  CHECK(exercises_error("alias", "lab: lab-a", "lab: &l lab-a") ==
+        ":2:10: syntax: anchors and aliases (&name, *name) are not allowed in an exercises file");
+  CHECK(exercises_error("tag", "check: trains", "check: !k trains") ==
+        ":9:16: exercises[0].hints[1].check: the tag '!k' is not allowed (an exercises file uses no YAML "
+        "tags)");
+  CHECK(exercises_error("control", "scale once", "scale\x1b once") ==
+        ":11:20: encoding: the control character '\\x1b' is not allowed");
+  CHECK_THROWS_WITH_AS(
+      runner::load_exercises("/nonexistent/exercises.yaml", fake_labs),
+      "/nonexistent/exercises.yaml: cannot read the exercises file: No such file or directory",
+      runner::DataError);
 }

@@ -18,6 +18,7 @@
 
 #include "amp_lab_paths.h"
 #include "lab/catalog.h"
+#include "runner/catalog_labs.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
@@ -54,13 +55,14 @@ struct StateDir {
 };
 
 runner::Quiz all_questions() {
-  const runner::Quiz quiz = runner::load_quiz(
-      AMP_LAB_SOURCE_DIR "/quiz.yaml", [](const std::string& id) -> std::optional<std::vector<std::string>> {
-        const lab::LabDecl* d = lab::find_decl(id);
-        if (!d || d->id != id) return std::nullopt;
-        return d->observations;
-      });
+  const runner::Quiz quiz = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
   return runner::select_track(quiz, runner::kAllTracks);
+}
+
+// The glossary the walk glosses from (the clone's, as the runner built here reads it).
+const runner::Glossary& glossary() {
+  static const runner::Glossary g = runner::load_glossary(AMP_LAB_SOURCE_DIR "/glossary.yaml");
+  return g;
 }
 
 size_t count_lines(const std::string& text) {
@@ -99,7 +101,7 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
     // Terms before they are needed: every glossary term the screen uses before its prompt is glossed
     // before the prompt, on this screen or an earlier one.
     for (const auto& line : lines_of(before_prompt))
-      for (const runner::Term& term : runner::glossary())
+      for (const runner::Term& term : glossary().terms())
         if (line.rfind("  " + term.name + ": ", 0) == 0) glossed.insert(term.name);
     // (Not counted: the terms a definition itself uses, read in passing, and the options' terms, which are
     // glossed after the answer: a gloss of a term only one option uses would point at that option.)
@@ -108,11 +110,11 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
     REQUIRE(options != std::string::npos);
     for (const auto& line : lines_of(before_prompt.substr(0, options))) {
       const bool gloss =
-          std::any_of(runner::glossary().begin(), runner::glossary().end(),
+          std::any_of(glossary().terms().begin(), glossary().terms().end(),
                       [&](const runner::Term& term) { return line.rfind("  " + term.name + ": ", 0) == 0; });
       if (!gloss) used += line + "\n";
     }
-    for (const runner::Term* term : runner::terms_in(used)) {
+    for (const runner::Term* term : glossary().terms_in(used)) {
       CAPTURE(term->name);
       CHECK(glossed.count(term->name) == 1);
     }

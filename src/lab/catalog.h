@@ -1,8 +1,9 @@
-// Every lab, declared once (labs/catalog.cpp): its number, id, track, title, neutral heading, the keys
-// of its observations and checks, and the checks --flip must make fail. Everything else is derived from
-// the declaration or checked against it: the file name (labs/NN_<id>.cpp), the executable, the report's
-// id and title, quiz.yaml's question N (its lab and track), and the keys the lab reports (at run time
-// and in tests/test_labs.cpp). Needs no LibTorch, so the runner and the tests can read it cheaply.
+// Every lab, declared once (labs/catalog.cpp): who it is, its number, id, track, title and neutral
+// heading, and the checks --flip must make fail. Everything else is derived from the declaration or checked
+// against it: the folder (labs/NN_<id>/), the executable, the report's id and title, quiz.yaml's question
+// N (its lab and track). What a lab reports is not listed here: tests/test_labs.cpp holds the keys
+// quiz.yaml and exercises.yaml name, and flip_fails, to the lab's real --json. Needs no LibTorch, so the
+// runner and the tests can read it cheaply.
 #pragma once
 
 #include <string>
@@ -11,18 +12,14 @@
 
 namespace lab {
 
-class Report;
-
 struct LabDecl {
   int number = 0;       // the quiz question it backs, and the file's two-digit prefix
   std::string id;       // "amp-api": `amp-lab run amp-api`, quiz.yaml's `lab: amp-api`
   std::string track;    // the quiz track its question belongs to
   std::string title;    // states what the lab shows (the answer): shown after the learner answers
   std::string heading;  // neutral: what is measured, not what it proves; shown before the question
-  std::vector<std::string> observations;  // every observation key the report holds (quiz.yaml cites them)
-  std::vector<std::string> checks;        // every check key, in the order the report adds them
-  std::vector<std::string> flip_fails;    // the checks that --flip makes fail; the others still hold
-  bool seeds_in_quick_mode = false;       // the seed sweep runs --quick: the default mode is too slow for it
+  std::vector<std::string> flip_fails;  // the checks that --flip makes fail; the others still hold
+  bool seeds_in_quick_mode = false;     // the seed sweep runs --quick: the default mode is too slow for it
 
   std::string stem() const;        // "06_amp_api"
   std::string folder() const;      // "labs/06_amp_api": the lab's files
@@ -41,9 +38,5 @@ const LabDecl* find_decl(std::string_view name);
 // The lab whose id or stem is closest to `name` (edit distance), for "did you mean ...?"; nullptr when
 // nothing is close.
 const LabDecl* closest_decl(std::string_view name);
-
-// Where a report and its lab's declaration disagree (an undeclared or missing observation, checks other
-// than the declared ones or in another order), one sentence each; empty when they agree.
-std::vector<std::string> declaration_mismatches(const LabDecl& decl, const Report& report);
 
 }  // namespace lab

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "lab/catalog.h"
-#include "lab/report.h"
 
 namespace lab {
 namespace {
@@ -80,26 +79,6 @@ const LabDecl* closest_decl(std::string_view name) {
   }
   // Close: at most a third of the name's letters wrong (a typo or two, not another word).
   return best && best_distance * 3 <= std::max<size_t>(wanted.size(), 3) ? best : nullptr;
-}
-
-std::vector<std::string> declaration_mismatches(const LabDecl& decl, const Report& report) {
-  std::vector<std::string> problems;
-  for (const auto& key : decl.observations)
-    if (!report.find(key)) problems.push_back("declared observation '" + key + "' was not reported");
-  if (decl.checks.empty()) return problems;  // a lab not yet given check keys: its observations only
-  for (const auto& o : report.observations())
-    if (std::find(decl.observations.begin(), decl.observations.end(), o.key) == decl.observations.end())
-      problems.push_back("observation '" + o.key + "' is not declared");
-  std::vector<std::string> reported;
-  for (const auto& c : report.checks()) reported.push_back(c.key);
-  if (reported != decl.checks) {
-    std::string got, want;
-    for (const auto& k : reported)
-      got += (got.empty() ? "" : ", ") + (k.empty() ? std::string("(no key)") : k);
-    for (const auto& k : decl.checks) want += (want.empty() ? "" : ", ") + k;
-    problems.push_back("checks reported [" + got + "], declared [" + want + "]");
-  }
-  return problems;
 }
 
 }  // namespace lab

@@ -4,8 +4,8 @@
 //
 // where `Result measure(const lab::Context&)` runs the experiment and returns plain numbers and tensors,
 // and `void report(const Result&, lab::Report&)` turns them into the report. Which lab the file is comes
-// from its name (labs/06_amp_api.cpp is lab 6) and its declaration in labs/catalog.cpp: id, title,
-// heading, observation and check keys are written there only.
+// from its folder (labs/06_amp_api/lab.cpp is lab 6) and its declaration in labs/catalog.cpp: id, title
+// and heading are written there only.
 #pragma once
 
 #include <functional>
@@ -27,10 +27,9 @@ struct LabInfo {
   std::string id;    // "master-weights"
   int question = 0;  // the quiz question it backs
   std::string title;
-  std::string heading;                // neutral: what is measured, not what it proves
-  std::string source;                 // "labs/01_master_weights.cpp"
-  std::string executable;             // "lab01_master_weights"
-  std::vector<std::string> provides;  // the declared observation keys
+  std::string heading;     // neutral: what is measured, not what it proves
+  std::string source;      // "labs/01_master_weights/lab.cpp"
+  std::string executable;  // "lab01_master_weights"
   LabFn fn;
 };
 
@@ -52,9 +51,9 @@ LabFn make_lab_fn(Measure measure, ReportFn report) {
   return [measure, report](const Context& ctx, Report& r) { report(measure(ctx), r); };
 }
 
-// Runs a lab: seeds torch, measures, reports, fills the header (device, seed, mode) and the elapsed time,
-// then holds the report to its declaration (every declared observation and check reported, nothing
-// undeclared): a mismatch throws std::logic_error.
+// Runs a lab: seeds torch, measures, reports, and fills the header (device, seed, mode) and the elapsed
+// time. Which keys the report holds is the lab's: tests/test_labs.cpp checks them against what quiz.yaml
+// and exercises.yaml name.
 Report run_lab(const LabInfo& info, const Context& ctx);
 
 }  // namespace lab

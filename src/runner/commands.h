@@ -4,14 +4,13 @@
 
 #include <string>
 
+#include "runner/data_files.h"
 #include "runner/quiz.h"
 
 namespace runner {
 
-// $AMP_LAB_QUIZ; else the installed quiz beside an installed runner (P/bin/amp-lab reads
-// P/share/amp-lab/quiz.yaml, wherever it is run from); else the quiz.yaml of the clone it was built in.
-std::string default_quiz_path();
-// The quiz file, its labs checked against labs/catalog.cpp.
+// The quiz file (default_quiz_path(), runner/data_files.h, unless --quiz names one), its labs checked
+// against labs/catalog.cpp.
 Quiz load(const std::string& path);
 // How the learner runs amp-lab ($AMP_LAB_COMMAND, set by scripts/amp-lab; else "amp-lab"), for the
 // commands the runner suggests.

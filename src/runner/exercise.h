@@ -5,7 +5,8 @@
 // check` writes it into the build as that exercise's learner unit, rebuilds only that executable (the
 // learner's file in amp.cpp's place, linked with the lab's own lab.cpp object), runs it with --json and
 // reads the checks.
-// A failed check may come with a hint: the known mistake that fails it in that way (ExerciseHint).
+// A failed check may come with a hint: the known mistake that fails it in that way (ExerciseHint, from
+// exercises.yaml: runner/exercise_table.h).
 // Nothing here needs LibTorch.
 #pragma once
 
@@ -18,30 +19,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/exercise_table.h"
+
 namespace runner {
 
-// A known mistake, recognised from the lab's report: the check `check` fails, and, where given, its
-// evidence contains `evidence`, the observation `observation` lies in [lo, hi], or (check "") the lab
-// stopped with an error containing `error`.
-struct ExerciseHint {
-  std::string id;  // names the mistake: the tests' wrong solutions say which hint they expect
-  std::string check;
-  std::string text;
-  std::string evidence;
-  std::string observation;
-  double lo = 0, hi = 0;
-  std::string error;
-};
-
-struct ExerciseInfo {
-  std::string id;     // "09"
-  std::string stem;   // "09_gradient_accumulation": labs/<stem>/amp.cpp, labs/<stem>/exercise.cpp
-  std::string lab;    // the lab's id, "gradient-accumulation"
-  std::string title;  // what the learner writes, in a few words
-  std::vector<ExerciseHint> hints;
-};
-
-// Every exercise, by id.
+// Every exercise, in exercises.yaml's order: read from exercises_path() (runner/data_files.h) on first use,
+// its labs checked against labs/catalog.cpp. A file missing or malformed is a DataError, one line.
 const std::vector<ExerciseInfo>& exercises();
 // By id ("09", "9"), stem or lab id; nullptr when none matches.
 const ExerciseInfo* find_exercise(const std::string& name);

@@ -1,341 +1,22 @@
+// The glossary: reading glossary.yaml, and finding its terms in a text (runner/glossary.h).
 #include "runner/glossary.h"
 
 #include <algorithm>
 #include <cctype>
-#include <iterator>
+#include <map>
 #include <ostream>
 
+#include <fmt/format.h>
+
 #include "lab/text.h"
+#include "runner/yaml_file.h"
 
 namespace runner {
+
+const std::vector<std::string> kGlossaryKeys = {"sources", "terms"};
+const std::vector<std::string> kTermKeys = {"name", "variants", "definition", "cite", "source", "exact_case"};
+
 namespace {
-
-// Sources used by several terms.
-constexpr const char* kAmpDocs =
-    "PyTorch, Automatic Mixed Precision: https://docs.pytorch.org/docs/stable/amp.html";
-constexpr const char* kAmpExamples =
-    "PyTorch, AMP examples: https://docs.pytorch.org/docs/stable/notes/amp_examples.html";
-constexpr const char* kMixedPrecisionPaper =
-    "Micikevicius et al., Mixed Precision Training, ICLR 2018: https://arxiv.org/abs/1710.03740";
-constexpr const char* kFp8Paper =
-    "Micikevicius et al., FP8 Formats for Deep Learning, 2022: https://arxiv.org/abs/2209.05433";
-constexpr const char* kFp8Primer =
-    "NVIDIA Transformer Engine, Using FP8: "
-    "https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/examples/fp8_primer.html";
-constexpr const char* kIeee754 =
-    "IEEE 754-2019, Standard for Floating-Point Arithmetic: "
-    "https://doi.org/10.1109/IEEESTD.2019.8766229";
-constexpr const char* kGoldberg =
-    "Goldberg, What Every Computer Scientist Should Know About Floating-Point Arithmetic, 1991: "
-    "https://docs.oracle.com/cd/E19957-01/806-3568/ncg_goldberg.html";
-constexpr const char* kDistributed =
-    "PyTorch, Distributed communication package: https://docs.pytorch.org/docs/stable/distributed.html";
-constexpr const char* kAutograd =
-    "PyTorch, Automatic differentiation: https://docs.pytorch.org/docs/stable/autograd.html";
-constexpr const char* kNn = "PyTorch, torch.nn: https://docs.pytorch.org/docs/stable/nn.html";
-constexpr const char* kOptim = "PyTorch, torch.optim: https://docs.pytorch.org/docs/stable/optim.html";
-
-// The definitions say what a term is. None may say why a quiz answer holds (tests/test_glossary.cpp scores
-// every gloss against every question's answer, as the quiz's own leak check does).
-// A table rather than a function: it is data. Read only through glossary(), after static initialisation.
-const Term kTerms[] = {
-    {"all-reduce",
-     {"allreduce", "all_reduce", "all-reduced", "all-reduces", "all-reducing"},
-     "a collective that combines a tensor over ranks, result on all",
-     kDistributed},
-    {"amax", {"amax history", "amaxes"}, "the largest absolute value in a tensor, max |x|", kFp8Primer},
-    {"AMP",
-     {"automatic mixed precision"},
-     "automatic mixed precision (torch.amp in PyTorch)",
-     kAmpDocs,
-     /*exact_case=*/true},
-    {"Adam",
-     {},
-     "an optimizer with running averages of each gradient and its square",
-     "Kingma and Ba, Adam: A Method for Stochastic Optimization, 2015: https://arxiv.org/abs/1412.6980"},
-    {"AdamW",
-     {},
-     "Adam with weight decay applied to the weights directly",
-     "Loshchilov and Hutter, Decoupled Weight Decay Regularization, 2019: "
-     "https://arxiv.org/abs/1711.05101"},
-    {"AMX",
-     {"Advanced Matrix Extensions"},
-     "Advanced Matrix Extensions: Intel Xeon tiles for bf16 and int8 matmuls",
-     "Intel, AMX: https://www.intel.com/content/www/us/en/products/docs/accelerator-engines/"
-     "advanced-matrix-extensions/overview.html"},
-    {"ATen",
-     {},
-     "PyTorch's C++ tensor library, where operators are defined",
-     "PyTorch C++ API: https://docs.pytorch.org/cppdocs/"},
-    {"autocast",
-     {"torch.autocast", "amp::Autocast"},
-     "torch.autocast (amp::Autocast in C++): per-op dtypes for one device",
-     kAmpDocs},
-    {"autograd",
-     {"autograd::grad", "autograd.grad"},
-     "PyTorch's automatic differentiation: it records ops, then backward",
-     kAutograd},
-    {"AVX-512",
-     {"avx512", "avx512_bf16", "avx512_fp16", "AVX512"},
-     "x86 512-bit vector instructions (avx512_bf16: ones for bf16 values)",
-     "Intel 64 and IA-32 Architectures Software Developer's Manual: "
-     "https://www.intel.com/content/www/us/en/developer/articles/technical/intel-sdm.html"},
-    {"backward",
-     {"backward pass", "backward()"},
-     "the pass that computes the loss's gradients, output to parameters",
-     kAutograd},
-    {"backoff factor",
-     {"backoff_factor", "back-off", "backoff", "back-offs", "backed off", "backs off"},
-     "a GradScaler's factor on its scale after an inf/NaN step",
-     kAmpDocs},
-    {"bf16",
-     {"bfloat16", "kBFloat16"},
-     "bfloat16, a two-byte floating-point format from Google Brain",
-     "Google Cloud, The bfloat16 numerical format: https://cloud.google.com/tpu/docs/bfloat16"},
-    {"binade",
-     {},
-     "the numbers from one power of two to the next, [2^e, 2^(e+1))",
-     "Muller et al., Handbook of Floating-Point Arithmetic, 2nd ed., Birkhauser 2018"},
-    {"bitwise equal",
-     {"bitwise", "bit for bit", "bitwise identical"},
-     "identical in every bit of every value, not merely close",
-     ""},
-    {"c10d", {}, "PyTorch's distributed library (torch.distributed) in C++", kDistributed},
-    {"cast_inputs", {}, "a dtype argument of torch.amp.custom_fwd (and amp::CustomFwd)", kAmpDocs},
-    {"checkpoint",
-     {"checkpointed"},
-     "a file of the training state from which a run can resume",
-     "PyTorch, Saving and loading a general checkpoint: "
-     "https://docs.pytorch.org/tutorials/recipes/recipes/saving_and_loading_a_general_checkpoint.html"},
-    {"CUDA",
-     {},
-     "NVIDIA's platform for GPU programs; PyTorch's NVIDIA device type",
-     "NVIDIA CUDA documentation: https://docs.nvidia.com/cuda/"},
-    {"cuBLAS",
-     {},
-     "NVIDIA's CUDA library of dense linear algebra",
-     "NVIDIA cuBLAS: https://docs.nvidia.com/cuda/cublas/"},
-    {"current scaling", {}, "FP8 scaling from the tensor's amax in the same step", kFp8Primer},
-    {"custom_fwd",
-     {"custom_bwd", "custom_fwd/custom_bwd", "CustomFwd", "CustomBwd", "amp::CustomFwd", "amp::CustomBwd",
-      "CustomFwd/CustomBwd"},
-     "torch.amp's decorators for a custom autograd Function",
-     kAmpDocs},
-    {"DDP",
-     {"DistributedDataParallel"},
-     "DistributedDataParallel: a model replica per rank, gradients averaged",
-     "PyTorch, Distributed Data Parallel: https://docs.pytorch.org/docs/stable/notes/ddp.html"},
-    {"delayed scaling", {}, "FP8 scaling from the amax of earlier steps (an amax history)", kFp8Primer},
-    {"dL/dy",
-     {"dL/dy1", "dL/dy2", "dL/dy3"},
-     "the derivative of the loss L with respect to a layer's output y",
-     kAutograd},
-    {"dtype",
-     {"scalar type", "ScalarType"},
-     "the element type of a tensor (a float format, an integer, bool)",
-     "PyTorch, Tensor Attributes: https://docs.pytorch.org/docs/stable/tensor_attributes.html"},
-    {"E4M3",
-     {"E4M3fn", "Float8_e4m3fn"},
-     "an 8-bit float with 4 exponent, 3 mantissa bits (E4M3fn: no inf)",
-     kFp8Paper},
-    {"E5M2",
-     {"Float8_e5m2"},
-     "an 8-bit floating-point format with 5 exponent and 2 mantissa bits",
-     kFp8Paper},
-    {"effective batch", {}, "the micro-batches accumulated together, taken as one batch", kAmpExamples},
-    {"epsilon",
-     {"eps", "machine epsilon"},
-     "the gap between 1 and the next larger number of a format",
-     kGoldberg},
-    {"exponent", {"exponent bits"}, "the part of a float that gives its power of two", kIeee754},
-    {"flush to zero",
-     {"flush", "flushes", "flushed", "flushing", "flush-to-zero", "flushed to zero"},
-     "to replace a value too small for a format by exactly 0",
-     kIeee754},
-    {"forward",
-     {"forward pass", "forward()"},
-     "the pass that computes a model's outputs and the loss from its inputs",
-     kAutograd},
-    {"found_inf",
-     {},
-     "a GradScaler's flag: the gradients it unscaled held an inf or NaN",
-     "PyTorch, torch/amp/grad_scaler.py"},
-    {"fp16",
-     {"float16", "kHalf", "half precision"},
-     "IEEE 754 binary16, a two-byte floating-point format",
-     kIeee754},
-    {"FP8", {"float8"}, "one-byte floating-point formats, E4M3 and E5M2", kFp8Paper},
-    {"fp32",
-     {"float32", "kFloat", "single precision"},
-     "IEEE 754 binary32, a four-byte float, PyTorch's default",
-     kIeee754},
-    {"fp64",
-     {"float64", "kDouble", "double precision"},
-     "IEEE 754 binary64, an eight-byte float; the labs' reference",
-     kIeee754},
-    {"FSDP",
-     {"FullyShardedDataParallel"},
-     "FullyShardedDataParallel: parameters, grads and state sharded over ranks",
-     "PyTorch, FullyShardedDataParallel: https://docs.pytorch.org/docs/stable/fsdp.html"},
-    {"GFLOP/s", {"GFLOPS", "GFLOP"}, "billions of floating-point operations per second", ""},
-    {"Gloo",
-     {},
-     "a collective communications library, c10d's CPU backend (TCP)",
-     "https://github.com/pytorch/gloo"},
-    {"gradient accumulation",
-     {"accumulate gradients", "accumulated gradients"},
-     "summing several passes' gradients before a step",
-     kAmpExamples},
-    {"gradient clipping",
-     {"clip_grad_norm_", "clip", "clipping", "clipped"},
-     "shrinking gradients to a total norm at most a bound",
-     "PyTorch, clip_grad_norm_: "
-     "https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html"},
-    {"gradient penalty", {}, "a loss term on the gradients' norm (autograd.grad)", kAmpExamples},
-    {"GradScaler",
-     {"torch.amp.GradScaler", "amp::GradScaler", "scaler"},
-     "PyTorch's loss-scaling object (amp::GradScaler in C++)",
-     kAmpDocs},
-    {"growth factor",
-     {"growth_factor"},
-     "what a GradScaler multiplies its scale by when it grows it (2)",
-     kAmpDocs},
-    {"growth interval",
-     {"growth_interval"},
-     "clean steps a GradScaler waits before growing its scale",
-     kAmpDocs},
-    {"inf",
-     {"infinity", "infinities", "+inf", "-inf"},
-     "infinity, what a result too large for the format becomes",
-     kIeee754},
-    {"kernel",
-     {},
-     "the compiled routine of one operation on a device",
-     "PyTorch C++ API: https://docs.pytorch.org/cppdocs/"},
-    {"LibTorch",
-     {},
-     "PyTorch's C++ distribution: headers and libraries",
-     "PyTorch C++ API: https://docs.pytorch.org/cppdocs/"},
-    {"Linear", {"nn::Linear", "torch.nn.Linear", "linear"}, "a fully connected layer, y = x W^T + b", kNn},
-    {"loss scale",
-     {"loss scaling", "loss-scaling", "loss scaler"},
-     "the factor the loss is multiplied by before backward",
-     kMixedPrecisionPaper},
-    {"lr", {"learning rate"}, "the learning rate, the factor on every change an optimizer makes", kOptim},
-    {"mantissa",
-     {"significand", "mantissa bits"},
-     "the part of a float that holds its significant digits",
-     kIeee754},
-    {"master weights",
-     {"master weight", "master copy", "master copies", "fp32 master"},
-     "an fp32 copy of the parameters, beside their 16-bit copy",
-     kMixedPrecisionPaper},
-    {"matmul", {"at::matmul", "torch.matmul", "mm", "GEMM"}, "matrix multiplication", kNn},
-    {"micro-batch",
-     {"microbatch", "micro batch"},
-     "one part of a batch, given its own forward and backward pass",
-     kAmpExamples},
-    {"mixed precision",
-     {"mixed-precision"},
-     "training with more than one floating-point format",
-     kMixedPrecisionPaper},
-    {"MLP",
-     {"multilayer perceptron"},
-     "multilayer perceptron: Linear layers with nonlinearities between them",
-     kNn},
-    {"MSE", {"mean squared error", "mse_loss"}, "mean squared error, the mean of (output - target)^2", kNn},
-    {"NaN", {"not a number"}, "not a number: the value of an undefined result such as 0/0", kIeee754},
-    {"NCCL",
-     {},
-     "NVIDIA's collective communications library, c10d's GPU backend",
-     "NVIDIA NCCL: https://developer.nvidia.com/nccl"},
-    {"numeric_limits",
-     {"std::numeric_limits"},
-     "C++'s properties of a number type: max, min, epsilon, ...",
-     "cppreference: https://en.cppreference.com/w/cpp/types/numeric_limits"},
-    {"oneDNN",
-     {"MKL-DNN", "mkldnn"},
-     "Intel's library of deep-learning kernels, used by PyTorch on CPUs",
-     "https://github.com/uxlfoundation/oneDNN"},
-    {"overflow",
-     {"overflows", "overflowed", "overflowing"},
-     "a result too large in magnitude for a format, which becomes inf",
-     kIeee754},
-    {"process group",
-     {"process_group", "ProcessGroup"},
-     "c10d's handle for a set of ranks that run collectives together",
-     kDistributed},
-    {"rank", {"world size", "WORLD_SIZE"}, "one process of a distributed job, numbered from 0", kDistributed},
-    {"replica",
-     {},
-     "a rank's own whole copy of the model in data parallelism",
-     "PyTorch, Distributed Data Parallel: https://docs.pytorch.org/docs/stable/notes/ddp.html"},
-    {"round to nearest even",
-     {"ties to even", "ties round to even", "round to even", "round-to-nearest-even"},
-     "IEEE 754's default: nearest value, ties to even",
-     kIeee754},
-    {"_scaled_mm",
-     {"at::_scaled_mm", "torch._scaled_mm", "scaled_mm"},
-     "PyTorch's private matrix multiplication of FP8 tensors",
-     "PyTorch, aten/src/ATen/native/Blas.cpp"},
-    {"SGD", {"stochastic gradient descent"}, "stochastic gradient descent: w -= lr x gradient", kOptim},
-    {"shard", {"sharded", "sharding"}, "the part of a tensor or state that one rank holds", kDistributed},
-    {"ShardedGradScaler",
-     {},
-     "the GradScaler that PyTorch provides for FSDP",
-     "PyTorch, torch/distributed/fsdp/sharded_grad_scaler.py"},
-    {"split-K",
-     {"splitK"},
-     "a matmul whose inner (K) dimension is split into chunks, then summed",
-     "NVIDIA CUTLASS, Efficient GEMM: "
-     "https://github.com/NVIDIA/cutlass/blob/main/media/docs/efficient_gemm.md"},
-    {"subnormal",
-     {"denormal", "denormalized"},
-     "a nonzero value below the smallest normal, with fewer digits",
-     kIeee754},
-    {"Tensor Core",
-     {},
-     "an NVIDIA GPU unit (Volta on) for small matrix multiply-adds",
-     "NVIDIA, CUDA C++ Programming Guide, Warp Matrix Functions: "
-     "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#warp-matrix-functions"},
-    {"TF32",
-     {"TensorFloat-32"},
-     "TensorFloat-32: float32 matmuls on 10-bit mantissas (NVIDIA Ampere on)",
-     "PyTorch, TensorFloat-32 on Ampere and later devices: "
-     "https://docs.pytorch.org/docs/stable/notes/"
-     "cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"},
-    {"ulp",
-     {"unit in the last place"},
-     "unit in the last place: the gap to the next number of the format",
-     kGoldberg},
-    {"underflow",
-     {"underflows", "underflowed", "underflowing"},
-     "a result too small for a format's normal numbers",
-     kIeee754},
-    {"unscale",
-     {"unscale_", "unscaled", "unscaling"},
-     "to divide gradients by the loss scale: GradScaler.unscale_(optimizer)",
-     kAmpDocs},
-    {"ZeRO",
-     {"Zero Redundancy Optimizer"},
-     "DeepSpeed's data parallelism that splits optimizer state over ranks",
-     "Rajbhandari et al., ZeRO: Memory Optimizations Toward Training Trillion Parameter Models, 2020: "
-     "https://arxiv.org/abs/1910.02054",
-     /*exact_case=*/true},
-};
-
-std::vector<Term> sorted_terms() {
-  std::vector<Term> terms(std::begin(kTerms), std::end(kTerms));
-  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
-    const auto lower = [](std::string s) {  // "_scaled_mm" sorts under s
-      s.erase(0, s.find_first_not_of("_:."));
-      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-      return s;
-    };
-    return lower(a.name) < lower(b.name);
-  });
-  return terms;
-}
 
 bool is_word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
@@ -390,16 +71,120 @@ size_t find_word(const std::string& text, const std::string& form, bool exact_ca
   return std::string::npos;
 }
 
-}  // namespace
+constexpr DataKind kGlossaryFile{"glossary file", "sources and terms", 1 << 20};
 
-const std::vector<Term>& glossary() {
-  static const std::vector<Term> terms = sorted_terms();
-  return terms;
+// A citation of `sources:`, and whether a term cites it (one that none does is refused).
+struct Source {
+  std::string text;
+  YAML::Mark mark;
+  bool cited = false;
+};
+using Sources = std::map<std::string, Source>;
+
+// A name or variant already given, by its lower case: no two terms may share one.
+struct Form {
+  size_t term;
+  std::string text;
+  int line;
+};
+
+Sources read_sources(const YamlFile& v, const YAML::Node& root) {
+  Sources sources;
+  const YAML::Node map = root["sources"];
+  if (!map) return sources;
+  if (!map.IsMap()) v.fail(map.Mark(), "sources", "must map names to citations");
+  for (auto it = map.begin(); it != map.end(); ++it) {
+    const std::string name = v.text(it->first, "sources");
+    const auto [first, inserted] =
+        sources.emplace(name, Source{v.text(it->second, "sources." + name), it->first.Mark()});
+    if (!inserted)
+      v.fail(it->first.Mark(), "sources." + name,
+             fmt::format("given twice (first at line {})", first->second.mark.line + 1));
+  }
+  return sources;
 }
 
-const Term* find_term(std::string_view word) {
+std::string lowered(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// `form` (a name or variant of term `term`) is no other term's, nor given twice in this one; the same word
+// in another case is the same term's ("AVX512", "avx512").
+void add_form(const YamlFile& v, const YAML::Node& node, const std::string& form, const std::string& field,
+              size_t term, const std::vector<Term>& terms, std::map<std::string, Form>& forms) {
+  const auto [it, inserted] = forms.emplace(lowered(form), Form{term, form, node.Mark().line + 1});
+  if (inserted) return;
+  if (it->second.term != term)
+    v.fail(node.Mark(), field,
+           fmt::format("{} is already a form of the term {} (line {})", lab::quote(form),
+                       lab::quote(terms[it->second.term].name), it->second.line));
+  if (it->second.text == form)
+    v.fail(node.Mark(), field,
+           fmt::format("{} given twice (first at line {})", lab::quote(form), it->second.line));
+}
+
+std::vector<std::string> read_variants(const YamlFile& v, const YAML::Node& node, const std::string& at) {
+  std::vector<std::string> variants;
+  if (!node) return variants;
+  if (!node.IsSequence())
+    v.fail(node.Mark(), at, std::string("must be a list of strings, got ") + kind_of(node));
+  for (size_t k = 0; k < node.size(); ++k) variants.push_back(v.text(node[k], fmt::format("{}[{}]", at, k)));
+  return variants;
+}
+
+// The term's citation: a name in `sources` (cite), its own (source), or none.
+std::string read_source(const YamlFile& v, const YAML::Node& node, const std::string& at, Sources& sources) {
+  if (node["cite"] && node["source"]) v.fail(node["source"].Mark(), at, "give cite or source, not both");
+  if (node["source"]) return v.text(node, "source", at + ".source");
+  if (!node["cite"]) return "";
+  const std::string name = v.text(node, "cite", at + ".cite");
+  const auto it = sources.find(name);
+  if (it == sources.end()) {
+    std::vector<std::string> known;
+    for (const auto& [k, source] : sources) known.push_back(k);
+    v.fail(node["cite"].Mark(), at + ".cite",
+           fmt::format("no source named {} in sources (known: {})", lab::quote(name), joined(known)));
+  }
+  it->second.cited = true;
+  return it->second.text;
+}
+
+// terms[i]; `terms` holds the terms before it, `forms` their names and variants.
+Term read_term(const YamlFile& v, const YAML::Node& node, const std::vector<Term>& terms, Sources& sources,
+               std::map<std::string, Form>& forms) {
+  const size_t i = terms.size();
+  const std::string at = fmt::format("terms[{}]", i);
+  v.mapping(node, kTermKeys, at, "a mapping with name and definition");
+  Term t;
+  t.name = v.text(node, "name", at + ".name");
+  add_form(v, node["name"], t.name, at + ".name", i, terms, forms);
+  t.variants = read_variants(v, node["variants"], at + ".variants");
+  for (size_t k = 0; k < t.variants.size(); ++k)
+    add_form(v, node["variants"][k], t.variants[k], fmt::format("{}.variants[{}]", at, k), i, terms, forms);
+  t.definition = v.text(node, "definition", at + ".definition");
+  if (t.definition.find('\n') != std::string::npos)
+    v.fail(node["definition"].Mark(), at + ".definition", "must be one line");
+  t.source = read_source(v, node, at, sources);
+  if (node["exact_case"]) t.exact_case = v.boolean(node["exact_case"], at + ".exact_case");
+  return t;
+}
+
+}  // namespace
+
+Glossary::Glossary(std::vector<Term> terms) : terms_(std::move(terms)) {
+  const auto key = [](std::string s) {  // "_scaled_mm" sorts under s
+    s.erase(0, s.find_first_not_of("_:."));
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+    return s;
+  };
+  std::stable_sort(terms_.begin(), terms_.end(),
+                   [&](const Term& a, const Term& b) { return key(a.name) < key(b.name); });
+}
+
+const Term* Glossary::find(std::string_view word) const {
   const std::string w = one_line(word);
-  for (const auto& t : glossary()) {
+  for (const auto& t : terms_) {
     const auto matches = [&](const std::string& form) {  // the whole of `w`, with a plural at most
       if (w.size() < form.size() || find_word(w, form, t.exact_case) != 0) return false;
       const std::string rest = w.substr(form.size());
@@ -410,10 +195,10 @@ const Term* find_term(std::string_view word) {
   return nullptr;
 }
 
-std::vector<const Term*> terms_in(std::string_view text) {
+std::vector<const Term*> Glossary::terms_in(std::string_view text) const {
   const std::string flat = one_line(text);
   std::vector<std::pair<size_t, const Term*>> found;
-  for (const auto& t : glossary()) {
+  for (const auto& t : terms_) {
     size_t first = find_word(flat, t.name, t.exact_case);
     for (const auto& v : t.variants) first = std::min(first, find_word(flat, v, t.exact_case));
     if (first != std::string::npos) found.emplace_back(first, &t);
@@ -425,11 +210,28 @@ std::vector<const Term*> terms_in(std::string_view text) {
   return terms;
 }
 
-std::vector<const Term*> new_terms(std::string_view text, std::set<std::string>& glossed) {
+std::vector<const Term*> Glossary::new_terms(std::string_view text, std::set<std::string>& glossed) const {
   std::vector<const Term*> fresh;
   for (const Term* t : terms_in(text))
     if (glossed.insert(t->name).second) fresh.push_back(t);
   return fresh;
+}
+
+Glossary load_glossary(const std::string& path) {
+  return parse_glossary(read_data_file(path, kGlossaryFile), path);
+}
+
+Glossary parse_glossary(std::string text, const std::string& name) {
+  const YamlFile v(std::move(text), name, kGlossaryFile);
+  const YAML::Node& root = v.root(kGlossaryKeys);
+  Sources sources = read_sources(v, root);
+  const YAML::Node list = v.list(v.required(root, "terms", "terms"), "terms");
+  std::vector<Term> terms;
+  std::map<std::string, Form> forms;
+  for (size_t i = 0; i < list.size(); ++i) terms.push_back(read_term(v, list[i], terms, sources, forms));
+  for (const auto& [source, entry] : sources)
+    if (!entry.cited) v.fail(entry.mark, "sources." + source, "no term cites it");
+  return Glossary(std::move(terms));
 }
 
 std::string format_glosses(const std::vector<const Term*>& terms, size_t width) {
@@ -440,7 +242,7 @@ std::string format_glosses(const std::vector<const Term*>& terms, size_t width) 
   return out;
 }
 
-void print_glossary(std::ostream& out, size_t width, bool color) {
+void print_glossary(std::ostream& out, const Glossary& glossary, size_t width, bool color) {
   const lab::Style style{color};
   out << style.bold("Glossary") << "\n";
   for (const auto& line :
@@ -448,7 +250,7 @@ void print_glossary(std::ostream& out, size_t width, bool color) {
                        "from. The quiz glosses each the first time a lab shows it.",
                        width))
     out << line << "\n";
-  for (const auto& t : glossary()) {
+  for (const auto& t : glossary.terms()) {
     out << "\n";
     const auto lines = lab::wrap_lines(t.definition, width, t.name + ": ", "    ");
     for (size_t k = 0; k < lines.size(); ++k)

@@ -17,18 +17,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <string_view>
 
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
-#include "amp_lab_paths.h"
 #include "amp_lab_version.h"
 #include "lab/catalog.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
+#include "runner/catalog_labs.h"
 #include "runner/commands.h"
 #include "runner/exercise_commands.h"
 #include "runner/glossary.h"
@@ -39,23 +38,8 @@
 
 namespace runner {
 
-std::string default_quiz_path() {
-  if (const char* env = std::getenv("AMP_LAB_QUIZ"); env && *env) return env;
-  std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const auto installed = (exe.parent_path() / AMP_LAB_QUIZ_FROM_BIN).lexically_normal();
-    if (std::filesystem::is_regular_file(installed, ec)) return installed.string();
-  }
-  return AMP_LAB_SOURCE_DIR "/quiz.yaml";
-}
-
 Quiz load(const std::string& path) {
-  return load_quiz(path, [](const std::string& id) -> std::optional<std::vector<std::string>> {
-    const lab::LabDecl* decl = lab::find_decl(id);
-    if (!decl || decl->id != id) return std::nullopt;
-    return decl->observations;
-  });
+  return load_quiz(path, catalog_lab);
 }
 
 std::string command_name() {
@@ -194,7 +178,8 @@ int cmd_glossary(int argc, const char* const* argv) {
   if (lab::flag(args, "help")) return print(lab::help_text(options, lab::terminal_width()));
   if (!args.unmatched().empty())
     throw lab::UsageError("unexpected argument " + lab::quote(args.unmatched().front()));
-  runner::print_glossary(std::cout, lab::terminal_width(), lab::want_color(lab::flag(args, "no-color")));
+  runner::print_glossary(std::cout, runner::load_glossary(runner::glossary_path()), lab::terminal_width(),
+                         lab::want_color(lab::flag(args, "no-color")));
   return lab::kExitPass;
 }
 

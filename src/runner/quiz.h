@@ -2,19 +2,16 @@
 // whose {placeholders} are filled with that lab's measured observations.
 #pragma once
 
-#include <functional>
 #include <map>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "runner/data_files.h"
+
 namespace runner {
 
-// "quiz.yaml:12:5: questions[2].answer: must be one letter from a to d, got 'e'"
-struct QuizError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// "quiz.yaml:12:5: questions[2].answer: must be one letter from a to d, got 'e'": the data files' error.
+using QuizError = DataError;
 
 // A track is a sequence of questions taken together: `amp-lab quiz --track ID`. quiz.yaml declares its
 // tracks in a top-level `tracks:` list (the first is the default) and each question names its own with
@@ -46,9 +43,6 @@ struct Quiz {
   std::vector<Question> questions;
 };
 
-// What a lab offers the quiz: the observation keys it promises. nullopt: no such lab.
-using LabLookup = std::function<std::optional<std::vector<std::string>>(const std::string& lab_id)>;
-
 // The keys a quiz file may hold; any other key is refused (a misspelt key would otherwise be ignored).
 // A new key is one more name here and its reading in load_quiz.
 extern const std::vector<std::string> kTopLevelKeys;  // title, intro, tracks, questions
@@ -58,15 +52,15 @@ extern const std::vector<std::string>
 // The largest quiz file read (the project's is about 41 KB).
 constexpr size_t kMaxQuizBytes = 1 << 20;
 
-// Loads and validates: a regular file (a directory or FIFO is refused without blocking) of at most
-// kMaxQuizBytes, UTF-8 without control characters, one YAML document (a %YAML or %TAG directive only with
-// its '---'), no YAML tag, no duplicate or unknown keys, no unterminated quote; required fields, none
-// blank (white space and zero-width characters of any script count as blank); 4 options with exactly one
-// correct (a letter in range), the lab exists, unique ids, every {placeholder} in explanation, why_not
-// and hint is an observation the lab provides, tracks with unique ids and titles, and every question's
-// track declared. why_not (optional) maps the letters of wrong options to why each is wrong.
-// {key} stands for the observation as the lab prints it, {key:value} for its bare number and unit.
-// Every error is one line: "file:line:column: field: what", with input quoted by lab::quote().
+// Loads and validates, through the data files' loader (runner/yaml_file.h: a regular file of at most
+// kMaxQuizBytes, UTF-8, one YAML document, no anchors, aliases or tags, no duplicate or unknown keys, no
+// unterminated quote, no blank field): required fields; 4 options with exactly one correct (a letter in
+// range), the lab exists (`labs`), unique ids, every {placeholder} in explanation, why_not and hint
+// well-formed, tracks with unique ids and titles, and every question's track declared. why_not
+// (optional) maps the letters of wrong options to why each is wrong. {key} stands for the observation as
+// the lab prints it, {key:value} for its bare number and unit; that the lab reports every key named is
+// held by tests/test_labs.cpp against its real --json. Every error is one line:
+// "file:line:column: field: what", with input quoted by lab::quote().
 Quiz load_quiz(const std::string& path, const LabLookup& labs);
 // The same for text already in memory; `name` stands for the file in messages.
 Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs);
@@ -80,7 +74,8 @@ Quiz select_track(const Quiz& quiz, const std::string& track);
 std::vector<std::string> placeholders(const std::string& text);
 // Byte offset of the first brace that is not part of a {name}, or std::string::npos.
 size_t stray_brace(const std::string& text);
-// Replaces each {name} by values.at(name); an unknown name is an error (validation should prevent it).
+// Replaces each {name} by values.at(name); an unknown name is a QuizError (tests/test_labs.cpp holds
+// quiz.yaml's placeholders to each lab's report).
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values);
 
 }  // namespace runner

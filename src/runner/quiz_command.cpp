@@ -11,11 +11,11 @@
 #include <fmt/format.h>
 #include <cxxopts.hpp>
 
-#include "amp_lab_paths.h"
 #include "lab/catalog.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
 #include "runner/commands.h"
+#include "runner/glossary.h"
 #include "runner/lab_process.h"
 #include "runner/walk.h"
 
@@ -154,7 +154,7 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   w.reveal = lab::flag(args, "reveal");
   if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
   if (args.count("json")) w.json_path = args["json"].as<std::string>();
-  w.inputs = {{quiz_path, "the quiz file"}};
+  w.inputs = {{quiz_path, "the quiz file"}, {glossary_path(), "the glossary"}};
   // Answers typed by a person are saved; scripted ones (--answers) and the answer key (--reveal) are not.
   if (!w.answers && !w.reveal && !p.store) p.store = default_progress_store(nullptr);
   // The saved progress and its lock, whether this walk saves answers or not, the file there yet or not: a
@@ -217,7 +217,9 @@ int cmd_quiz(int argc, const char* const* argv) {
   const std::string quiz_path = args.count("quiz") ? args["quiz"].as<std::string>() : default_quiz_path();
   const Quiz file = load(quiz_path);
   if (lab::flag(args, "reset")) return reset_progress(args, file);
+  const Glossary glossary = load_glossary(glossary_path());  // before any lab runs, like the quiz file
   Parsed p = parse_quiz_command(args, file, quiz_path);
+  p.walk.glossary = &glossary;
   check_cuda(p.walk.context);
   p.walk.color = lab::want_color(lab::flag(args, "no-color"));
   p.walk.live = isatty(STDOUT_FILENO);

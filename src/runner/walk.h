@@ -18,6 +18,8 @@
 
 namespace runner {
 
+class Glossary;
+
 struct WalkOptions {
   lab::ContextArgs context;            // --device, --dtype, --seed, --quick, --flip as given (checked)
   std::vector<std::string> lab_flags;  // the same flags, passed on to every lab's executable
@@ -35,7 +37,9 @@ struct WalkOptions {
   size_t rows = 40;                      // the screen's rows (a terminal's, else $LINES, else 40)
   bool follow_terminal = false;          // read width and rows again after the terminal is resized
   ProgressStore* progress = nullptr;     // where each answer is saved as the walk goes; nullptr: not saved
-  bool glosses = true;                   // a one-line gloss under a lab's measured part for terms first seen
+  // The terms to gloss, one line each under a lab's measured part the first time the walk shows them, and
+  // behind the t key; nullptr: none.
+  const Glossary* glossary = nullptr;
 };
 
 // Returns the exit code: 0 when every lab that ran passed its checks, 1 when a check failed, 3 when a lab

@@ -22,6 +22,11 @@ std::string terms_block(const std::vector<const Term*>& terms, size_t width, con
   return terms.empty() ? "" : style.dim("Terms:") + "\n" + format_glosses(terms, width);
 }
 
+// The glossary's terms that `text` uses; none when the walk glosses nothing.
+std::vector<const Term*> terms_in(const WalkOptions& options, const std::string& text) {
+  return options.glossary ? options.glossary->terms_in(text) : std::vector<const Term*>{};
+}
+
 // "amp-lab" or "scripts/amp-lab": the program part of the walk's own command ("amp-lab quiz --track x").
 std::string command_of(const WalkOptions& options) {
   const auto quiz = options.command.rfind(" quiz");
@@ -149,8 +154,8 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   // measured part when everything fits on the screen, else above it, so that what was measured and the
   // question stay on screen together (the terms scroll up first).
   std::string terms;
-  if (options.glosses)
-    if (const auto fresh = new_terms(also_shown + "\n" + shown, glossed); !fresh.empty())
+  if (options.glossary)
+    if (const auto fresh = options.glossary->new_terms(also_shown + "\n" + shown, glossed); !fresh.empty())
       terms = terms_block(fresh, options.width, style);
   const auto lines = [](const std::string& text) {
     return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -159,8 +164,7 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   if (!fits) out << terms;
   out << shown;
   if (fits) out << terms;
-  const auto all = terms_in(also_shown + "\n" + shown);
-  return terms_block(all, options.width, style);
+  return terms_block(terms_in(options, also_shown + "\n" + shown), options.width, style);
 }
 
 void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
@@ -298,7 +302,7 @@ std::vector<AnswerPart> answer_parts(const Answered& a, const WalkOptions& optio
              checks_note(a, style, width)});
     all_text += report.render_text({.part = lab::Part::All, .width = width});
   }
-  const auto terms = terms_in(all_text);
+  const auto terms = terms_in(options, all_text);
   if (!terms.empty()) parts.push_back({'t', "terms", terms_block(terms, width, style)});
   std::erase_if(parts,
                 [](const AnswerPart& p) { return p.text.find_first_not_of(" \n") == std::string::npos; });

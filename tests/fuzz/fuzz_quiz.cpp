@@ -14,9 +14,9 @@ namespace {
 
 std::string g_outcome;
 
-std::optional<std::vector<std::string>> fake_labs(const std::string& id) {
-  if (id == "lab-a") return std::vector<std::string>{"lost_share", "steps"};
-  if (id == "master-weights") return std::vector<std::string>{"w_after_16bit", "w_after_fp32"};
+std::optional<runner::LabRef> fake_labs(const std::string& id) {
+  if (id == "lab-a") return runner::LabRef{1, "01_lab_a"};
+  if (id == "master-weights") return runner::LabRef{1, "01_master_weights"};
   return std::nullopt;
 }
 

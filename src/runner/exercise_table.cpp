@@ -1,0 +1,108 @@
+// exercises.yaml: reading the exercises and their hints (runner/exercise_table.h).
+#include "runner/exercise_table.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lab/text.h"
+#include "runner/yaml_file.h"
+
+namespace runner {
+
+const std::vector<std::string> kExercisesKeys = {"exercises"};
+const std::vector<std::string> kExerciseKeys = {"lab", "title", "hints"};
+const std::vector<std::string> kHintKeys = {"id",    "check", "evidence", "observation",
+                                            "range", "error", "text"};
+
+namespace {
+
+constexpr DataKind kExercisesFile{"exercises file", "exercises", 1 << 20};
+
+// observation and range: [lo, hi], the values of that observation that tell this mistake apart.
+void read_range(const YamlFile& v, const YAML::Node& node, const std::string& at, ExerciseHint& h) {
+  if (!node["observation"])
+    v.fail(node["range"].Mark(), at + ".range", "goes with an observation, and this hint names none");
+  h.observation = v.text(node, "observation", at + ".observation");
+  const YAML::Node range = node["range"];
+  if (!range)
+    v.fail(node["observation"].Mark(), at + ".range", "missing: an observation needs its range [lo, hi]");
+  if (!range.IsSequence() || range.size() != 2)
+    v.fail(range.Mark(), at + ".range", std::string("must be [lo, hi], two numbers, got ") + kind_of(range));
+  h.lo = v.number(range[0], at + ".range[0]");
+  h.hi = v.number(range[1], at + ".range[1]");
+  if (h.lo > h.hi)
+    v.fail(range.Mark(), at + ".range",
+           fmt::format("lo {} is above hi {}", lab::quote(range[0].Scalar()), lab::quote(range[1].Scalar())));
+}
+
+// How the report shows the mistake: the lab's error message (error), or a failed check (check), told
+// apart from other mistakes that fail it by its evidence or an observation's range.
+void read_match(const YamlFile& v, const YAML::Node& node, const std::string& at, ExerciseHint& h) {
+  if (node["check"] && node["error"]) v.fail(node["error"].Mark(), at, "give check or error, not both");
+  if (!node["check"] && !node["error"]) v.fail(node.Mark(), at, "missing check or error (one is required)");
+  if (node["error"]) {
+    h.error = v.text(node, "error", at + ".error");
+    for (const char* key : {"evidence", "observation", "range"})
+      if (node[key]) v.fail(node[key].Mark(), at + "." + key, "goes with check, not with error");
+    return;
+  }
+  h.check = v.text(node, "check", at + ".check");
+  if (node["evidence"] && (node["observation"] || node["range"]))
+    v.fail(node["evidence"].Mark(), at, "give evidence or observation, not both");
+  if (node["evidence"]) h.evidence = v.text(node, "evidence", at + ".evidence");
+  if (node["observation"] || node["range"]) read_range(v, node, at, h);
+}
+
+ExerciseHint read_hint(const YamlFile& v, const YAML::Node& node, const std::string& at,
+                       std::set<std::string>& ids) {
+  v.mapping(node, kHintKeys, at, "a mapping with id, check or error, and text");
+  ExerciseHint h;
+  h.id = v.text(node, "id", at + ".id");
+  if (!ids.insert(h.id).second)
+    v.fail(node["id"].Mark(), at + ".id", "duplicate hint id " + lab::quote(h.id));
+  read_match(v, node, at, h);
+  h.text = v.text(node, "text", at + ".text");
+  return h;
+}
+
+// exercises[i]; `labs_seen` holds the labs of the exercises before it.
+ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, const LabLookup& labs,
+                           std::set<std::string>& labs_seen) {
+  const std::string at = fmt::format("exercises[{}]", i);
+  v.mapping(node, kExerciseKeys, at, "a mapping with lab, title and hints");
+  ExerciseInfo e;
+  e.lab = v.text(node, "lab", at + ".lab");
+  const auto ref = labs(e.lab);
+  if (!ref)
+    v.fail(node["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(e.lab) + " (see: amp-lab list)");
+  if (!labs_seen.insert(e.lab).second)
+    v.fail(node["lab"].Mark(), at + ".lab", "a second exercise for lab " + lab::quote(e.lab));
+  e.id = fmt::format("{:02d}", ref->number);
+  e.stem = ref->stem;
+  e.title = v.text(node, "title", at + ".title");
+  if (!node["hints"]) return e;
+  const YAML::Node hints = v.list(node["hints"], at + ".hints");
+  std::set<std::string> ids;
+  for (size_t k = 0; k < hints.size(); ++k)
+    e.hints.push_back(read_hint(v, hints[k], fmt::format("{}.hints[{}]", at, k), ids));
+  return e;
+}
+
+}  // namespace
+
+std::vector<ExerciseInfo> load_exercises(const std::string& path, const LabLookup& labs) {
+  return parse_exercises(read_data_file(path, kExercisesFile), path, labs);
+}
+
+std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& name, const LabLookup& labs) {
+  const YamlFile v(std::move(text), name, kExercisesFile);
+  const YAML::Node& root = v.root(kExercisesKeys);
+  const YAML::Node list = v.list(v.required(root, "exercises", "exercises"), "exercises");
+  std::vector<ExerciseInfo> exercises;
+  std::set<std::string> labs_seen;
+  for (size_t i = 0; i < list.size(); ++i) exercises.push_back(read_exercise(v, list[i], i, labs, labs_seen));
+  return exercises;
+}
+
+}  // namespace runner

@@ -1,0 +1,51 @@
+// exercises.yaml: the exercises (the lab whose AMP code the learner writes, and in a few words what) and
+// each one's hints, the known mistakes and how the lab's report shows them. Read with the data files' loader
+// (runner/yaml_file.h); runner/exercise.h judges a learner's file with them. Nothing here needs LibTorch.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runner/data_files.h"
+
+namespace runner {
+
+// A known mistake, recognised from the lab's report: the check `check` fails, and, where given, its
+// evidence contains `evidence`, the observation `observation` lies in [lo, hi], or (check "") the lab
+// stopped with an error containing `error`.
+struct ExerciseHint {
+  std::string id;  // names the mistake: the tests' wrong solutions say which hint they expect
+  std::string check;
+  std::string text;
+  std::string evidence;
+  std::string observation;
+  double lo = 0, hi = 0;
+  std::string error;
+};
+
+struct ExerciseInfo {
+  std::string id;     // "09": the lab's number
+  std::string stem;   // "09_gradient_accumulation": labs/<stem>/amp.cpp, labs/<stem>/exercise.cpp
+  std::string lab;    // the lab's id, "gradient-accumulation"
+  std::string title;  // what the learner writes, in a few words
+  std::vector<ExerciseHint> hints;
+};
+
+// The keys exercises.yaml may hold.
+extern const std::vector<std::string> kExercisesKeys;  // exercises
+extern const std::vector<std::string> kExerciseKeys;   // lab, title, hints
+extern const std::vector<std::string> kHintKeys;       // id, check, evidence, observation, range, error, text
+
+// Loads and validates exercises.yaml, as quiz.yaml is loaded: `exercises`, a non-empty list, each a
+// mapping with `lab` (a lab's id that `labs` knows, at most one exercise each: the exercise's id and stem
+// are the lab's number and folder), `title`, and `hints` (optional, a non-empty list). A hint has an `id`
+// (unique in its exercise), a `text`, and either `error` (words of the lab's error message) or `check` (a
+// check's key) with at most one of `evidence` (words of that check's evidence) and `observation` with
+// `range: [lo, hi]` (two numbers, lo <= hi). Which check and observation keys a lab reports only its run
+// says: tests/test_labs.cpp holds every key named here to the lab's real --json. Every error is one
+// DataError line "file:line:column: field: what".
+std::vector<ExerciseInfo> load_exercises(const std::string& path, const LabLookup& labs);
+// The same for text already in memory; `name` stands for the file in messages.
+std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& name, const LabLookup& labs);
+
+}  // namespace runner
