@@ -374,6 +374,9 @@ class ChildWaiter {
       if (o_.tick && !o_.tick() && !sent_ && !timed_out_) return WaitEnd::Cancelled;
       if (all_ended) break;
     }
+    // A signal that came in the round the last child ended has no one left to go to; it still ends the
+    // wait as one that went on would, so the caller stops as it was asked.
+    if (g_signals != seen && !sent_) forwarded = sent_ = g_last_signal;
     if (sent_ && sent_ == forwarded && o_.reraise && forwarding.was_default(sent_)) {
       forwarding.restore();
       ::raise(sent_);  // this process ends by it, as it would have without the children
