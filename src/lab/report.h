@@ -28,7 +28,7 @@ struct Observation {
 // A claim, the measured evidence for it, and whether the evidence supports it. The key is stable (tests,
 // quiz.yaml and the JSON use it); the claim is for people and may be reworded.
 struct Check {
-  std::string key;  // "resume-bitwise", declared in labs/catalog.cpp
+  std::string key;  // "resume-bitwise": stable; quiz.yaml, exercises.yaml and the tests name it
   std::string claim;
   std::string evidence;
   bool passed = false;
@@ -100,7 +100,7 @@ class Report {
                              std::string text = "");
   Table& table(std::string title, std::vector<std::string> columns);
   void chart(Chart chart);
-  // Records and returns `passed`. `key` is the check's declared key (labs/catalog.cpp).
+  // Records and returns `passed`. `key` is the check's stable key (quiz.yaml and the tests name it).
   bool check(std::string key, std::string claim, bool passed, std::string evidence);
   // A check without a key, for labs not yet given declared check keys.
   bool check(std::string claim, bool passed, std::string evidence);
