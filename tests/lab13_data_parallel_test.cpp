@@ -254,7 +254,9 @@ TEST_CASE("a rank stopped with SIGSTOP is the one blamed, in one line, after the
   const auto t = Clock::now();
   CHECK(lab.wait() == 3);
   MESSAGE("SIGSTOP to the one-line error (AMP_LAB_RANK_TIMEOUT=2): " << seconds_since(t) << " s");
-  CHECK(seconds_since(t) < 10);
+  // A bound on liveness, not a speed goal: a few rank timeouts (2.3-4.5 s on an idle 2-core machine,
+  // 12.3 s once in CI's ctest -j2, when the stop landed in a slower phase), far below the 240 s deadline.
+  CHECK(seconds_since(t) < 30);
   const std::string err = lab.err();
   CAPTURE(err);
   CHECK(lines(err) == 1);
