@@ -56,20 +56,32 @@ std::string hint_ids(const runner::Verdict& v) {
   return s.empty() ? "(none)" : s;
 }
 
-// tests/exercises/NN_<mistake>.cpp of this exercise, each with the hint id it names ("// expect-hint: id").
-std::vector<std::pair<std::string, std::string>> wrong_solutions(const runner::ExerciseInfo& e) {
-  std::vector<std::pair<std::string, std::string>> out;
+// tests/exercises/NN_<name>.cpp of this exercise: a wrong solution names the hint it must get
+// ("// expect-hint: id"), a correct variant says "// expect: pass" (its hint is then "").
+struct Kept {
+  std::string name, hint;
+};
+std::vector<Kept> kept_files(const runner::ExerciseInfo& e) {
+  std::vector<Kept> out;
   for (const auto& f : fs::directory_iterator(fs::path(AMP_LAB_SOURCE_DIR) / "tests" / "exercises")) {
     const std::string name = f.path().stem().string();
     if (name.rfind(e.id + "_", 0) != 0 || f.path().extension() != ".cpp") continue;
     const std::string text = runner::read_text_file(f.path().string());
+    const bool pass = text.find("// expect: pass\n") != std::string::npos;
     const auto at = text.find("// expect-hint: ");
-    REQUIRE_MESSAGE(at != std::string::npos, f.path().string() << " names no expected hint");
+    REQUIRE_MESSAGE(pass != (at != std::string::npos),
+                    f.path().string() << " must say either // expect-hint: <id> or // expect: pass");
     const auto b = at + std::strlen("// expect-hint: ");
-    out.emplace_back(name, text.substr(b, text.find('\n', b) - b));
+    out.push_back({name, pass ? "" : text.substr(b, text.find('\n', b) - b)});
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.begin(), out.end(), [](const Kept& a, const Kept& b) { return a.name < b.name; });
   return out;
+}
+
+std::vector<Kept> wrong_solutions(const runner::ExerciseInfo& e) {
+  auto all = kept_files(e);
+  std::erase_if(all, [](const Kept& k) { return k.hint.empty(); });
+  return all;
 }
 
 }  // namespace
@@ -106,10 +118,23 @@ TEST_CASE("every wrong solution kept for the exercise fails its checks with the 
   const auto wrong = wrong_solutions(e);
   CHECK_MESSAGE(!wrong.empty(), "no wrong solutions in tests/exercises/ for exercise " << e.id);
   for (const auto& [name, hint] : wrong) {
-    const runner::Verdict v = run_unit(e, "exercise_wrong_" + name);
+    const runner::Verdict v = run_unit(e, "exercise_kept_" + name);
     INFO(name << ": failed " << failed_keys(v) << "hints " << hint_ids(v) << "output: " << v.output);
     CHECK(v.kind != runner::Verdict::Passed);
     CHECK(std::any_of(v.hints.begin(), v.hints.end(), [&](const auto* h) { return h->id == hint; }));
+  }
+}
+
+TEST_CASE("every correct variant kept for the exercise passes every check, with no hint") {
+  // A variant is written differently from amp.cpp (another valid order, an explicit unscale_): a judge that
+  // rejects it compares the learner's code with the lab's text, not with what the code does.
+  const auto& e = the_exercise();
+  for (const auto& k : kept_files(e)) {
+    if (!k.hint.empty()) continue;
+    const runner::Verdict v = run_unit(e, "exercise_kept_" + k.name);
+    INFO(k.name << ": failed " << failed_keys(v) << "hints " << hint_ids(v) << "output: " << v.output);
+    CHECK(v.kind == runner::Verdict::Passed);
+    CHECK(v.hints.empty());
   }
 }
 
@@ -120,7 +145,7 @@ TEST_CASE("every hint of the exercise is shown for the starter or a wrong soluti
   std::vector<std::string> shown;
   for (const auto* h : run_unit(e, "exercise" + e.id + "_starter").hints) shown.push_back(h->id);
   for (const auto& [name, hint] : wrong_solutions(e))
-    for (const auto* h : run_unit(e, "exercise_wrong_" + name).hints) shown.push_back(h->id);
+    for (const auto* h : run_unit(e, "exercise_kept_" + name).hints) shown.push_back(h->id);
   for (const auto& h : e.hints) {
     const bool seen = std::find(shown.begin(), shown.end(), h.id) != shown.end();
     const bool catch_all = h.evidence.empty() && h.observation.empty() && h.error.empty();
