@@ -54,7 +54,8 @@ function(amp_lab_add_exercise name)
 endfunction()
 
 # amp_lab_write_exercises_json(NAME...): build/exercises/exercises.json, what amp-lab check needs to build
-# here: this folder, the cmake that configured it, each exercise's target, executable and work folder.
+# here: this folder, the cmake that configured it, each exercise's target, executable and work folder, and
+# its lab's own executable (the lab's amp.cpp: the checks it declares and the time it takes, for the judge).
 function(amp_lab_write_exercises_json)
   set(entries "")
   set(sep "")
@@ -65,7 +66,8 @@ function(amp_lab_write_exercises_json)
     if(EXISTS ${PROJECT_SOURCE_DIR}/labs/${name}/exercise.cpp)
       string(SUBSTRING ${name} 0 2 number)
       string(APPEND entries "${sep}\n    \"${number}\": {\"stem\": \"${name}\", \"target\": \"exercise${number}_learner\", "
-             "\"executable\": \"$<TARGET_FILE:exercise${number}_learner>\", \"work\": \"${AMP_LAB_EXERCISES_DIR}/${name}\"}")
+             "\"executable\": \"$<TARGET_FILE:exercise${number}_learner>\", \"work\": \"${AMP_LAB_EXERCISES_DIR}/${name}\", "
+             "\"lab_target\": \"lab${name}\", \"lab_executable\": \"$<TARGET_FILE:lab${name}>\"}")
       set(sep ",")
     endif()
   endforeach()

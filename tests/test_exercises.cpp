@@ -5,12 +5,14 @@
 // lab's lab.cpp object linked with one learner's file in place of amp.cpp, and run here in quick mode, as
 // `amp-lab check` does.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,12 +37,30 @@ fs::path bin() {
   return fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "bin";
 }
 
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("amp-lab-test-exercises-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+// The checks the lab's own executable declares in quick mode, as `amp-lab check` requires them.
+const std::vector<std::string>& declared(const runner::ExerciseInfo& e) {
+  static std::map<std::string, std::vector<std::string>> by_id;
+  auto& keys = by_id[e.id];
+  if (keys.empty()) {
+    const fs::path lab = fs::path(AMP_LAB_BINARY_DIR) / "bin" / ("lab" + e.stem);
+    keys = runner::lab_reference(lab.string(), scratch() / (e.id + "-reference.json"), /*full=*/false).checks;
+  }
+  return keys;
+}
+
 // Runs one of the exercise's executables as `amp-lab check` does and reads its verdict.
 runner::Verdict run_unit(const runner::ExerciseInfo& e, const std::string& exe) {
-  const auto r =
-      test_support::run_process({(bin() / exe).string(), "--json", "--device", "cpu", "--quick"}, 300);
-  REQUIRE_FALSE(r.timed_out);
-  return runner::verdict_from_run(e, r.out, r.code, r.err);
+  const runner::LabRun run =
+      runner::run_lab_executable((bin() / exe).string(), (scratch() / "report.json").string(),
+                                 /*full=*/false, /*deadline_s=*/300);
+  REQUIRE(run.deadline_s == 0);
+  return runner::verdict_from_run(e, run, declared(e));
 }
 
 std::string failed_keys(const runner::Verdict& v) {
@@ -156,10 +176,65 @@ TEST_CASE("every hint of the exercise is shown for the starter or a wrong soluti
 
 TEST_CASE("a learner's code that crashes the lab is named by its signal, not by an exit code") {
   const auto& e = the_exercise();
-  // run_to_files reports signal N as 128+N; with nothing on stderr the verdict names how the lab ended.
-  const runner::Verdict crashed = runner::verdict_from_run(e, "", 128 + SIGSEGV, "");
-  CHECK(crashed.kind == runner::Verdict::LabError);
-  CHECK(crashed.output == "segmentation fault (signal 11)");
-  CHECK(runner::verdict_from_run(e, "", 128 + SIGABRT, "").output == "aborted (signal 6)");
-  CHECK(runner::verdict_from_run(e, "", 3, "").output == "exit code 3");
+  // A signal N is reported as 128+N; with nothing on stderr the verdict names how the lab ended.
+  const auto ended = [&](int code) { return runner::verdict_from_run(e, {.exit_code = code}, declared(e)); };
+  CHECK(ended(128 + SIGSEGV).kind == runner::Verdict::LabError);
+  CHECK(ended(128 + SIGSEGV).output == "segmentation fault (signal 11)");
+  CHECK(ended(128 + SIGABRT).output == "aborted (signal 6)");
+  CHECK(ended(3).output == "exit code 3");
+}
+
+// The report the lab's own executable writes, for the cases below to alter.
+nlohmann::json lab_report(const runner::ExerciseInfo& e) {
+  const fs::path lab = fs::path(AMP_LAB_BINARY_DIR) / "bin" / ("lab" + e.stem);
+  const runner::LabRun run =
+      runner::run_lab_executable(lab.string(), (scratch() / "lab-report.json").string(), false, 300);
+  REQUIRE(run.exit_code == 0);
+  auto j = nlohmann::json::parse(run.report, nullptr, /*allow_exceptions=*/false);
+  REQUIRE(j.is_object());
+  return j;
+}
+
+TEST_CASE("the judge reads the report the lab wrote, never one the learner's code printed") {
+  const auto& e = the_exercise();
+  // A fake PASS on stdout and an exit 0 before the lab's own report: no report file, so no pass.
+  const runner::Verdict fake = runner::verdict_from_run(e,
+                                                        {.out = R"({"passed": true, "checks": []})"
+                                                                "\n",
+                                                         .exit_code = 0},
+                                                        declared(e));
+  CHECK(fake.kind == runner::Verdict::LabError);
+  CHECK(fake.output == "the program ended (exit code 0) before the lab wrote its report");
+  CHECK(fake.printed.find("\"passed\": true") != std::string::npos);  // shown as the learner's own output
+
+  const nlohmann::json real = lab_report(e);
+  // A debug line on stdout beside the real report: the verdict stands, the line is shown apart.
+  const runner::Verdict debug = runner::verdict_from_run(
+      e, {.report = real.dump(), .out = "debug: step 1\n", .exit_code = 0}, declared(e));
+  CHECK(debug.kind == runner::Verdict::Passed);
+  CHECK(debug.printed == "debug: step 1\n");
+
+  // A report with a check missing, or none at all, is no pass even when it says passed.
+  nlohmann::json fewer = real;
+  fewer["checks"].erase(fewer["checks"].begin());
+  const runner::Verdict missing =
+      runner::verdict_from_run(e, {.report = fewer.dump(), .exit_code = 0}, declared(e));
+  CHECK(missing.kind == runner::Verdict::LabError);
+  CHECK(missing.output.find("missing " + real["checks"][0]["key"].get<std::string>()) != std::string::npos);
+  nlohmann::json none = real;
+  none["checks"] = nlohmann::json::array();
+  CHECK(runner::verdict_from_run(e, {.report = none.dump(), .exit_code = 0}, declared(e)).kind ==
+        runner::Verdict::LabError);
+
+  // A passing report from a program that exited 1 (or a failing one from an exit 0): they must agree.
+  const runner::Verdict disagree =
+      runner::verdict_from_run(e, {.report = real.dump(), .exit_code = 1}, declared(e));
+  CHECK(disagree.kind == runner::Verdict::LabError);
+  CHECK(disagree.output.find("disagree") != std::string::npos);
+
+  // Past its deadline a program gets no verdict from its checks, whatever it wrote.
+  const runner::Verdict late = runner::verdict_from_run(
+      e, {.report = real.dump(), .exit_code = 128 + SIGKILL, .deadline_s = 30}, declared(e));
+  CHECK(late.kind == runner::Verdict::LabError);
+  CHECK(late.output.rfind("your code did not finish within 30 s", 0) == 0);
 }

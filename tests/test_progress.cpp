@@ -204,18 +204,48 @@ TEST_CASE("saving keeps the exercises and any other top-level key as it found th
   Scratch s;
   Warnings w;
   put(s.state() / "progress.json",
-      R"({"version": 1, "quiz": {}, "exercises": {"ex-06": {"status": "passed", "at": "2026-11-30T09:00:00Z"}},
+      R"({"version": 1, "quiz": {}, "exercises": {"06": {"status": "done", "at": "2026-11-30T09:00:00Z"}},
           "later": [1, 2]})");
   runner::ProgressStore store(s.state(), w.sink());
   REQUIRE(store.record("core", 1, {"q1", runner::Outcome::Right, 'b', 0, 1, ""}));
   const auto j = nlohmann::json::parse(slurp(store.file()));
-  CHECK(j["exercises"]["ex-06"]["status"] == "passed");
+  CHECK(j["exercises"]["06"]["status"] == "done");
   CHECK(j["later"] == nlohmann::json::array({1, 2}));
   CHECK(store.reset());  // the quiz only
   const auto after = nlohmann::json::parse(slurp(store.file()));
   CHECK(after["quiz"].empty());
-  CHECK(after["exercises"]["ex-06"]["status"] == "passed");
+  CHECK(after["exercises"]["06"]["status"] == "done");
   CHECK(w.lines.empty());
+}
+
+TEST_CASE("an exercise entry amp-lab does not write is set aside with one warning, the others kept") {
+  Scratch s;
+  Warnings w;
+  put(s.state() / "progress.json",
+      R"({"version": 1, "quiz": {}, "exercises": {"02": {"status": "started", "checks_run": 2},
+          "06": {"status": 7}, "09": {"checks_run": "two"}, "10": [1], "11": {"solution": "yes"},
+          "12": {"last": 3}, "13": {"hints": -1}}})");
+  runner::ProgressStore store(s.state(), w.sink());
+  const runner::Progress p = store.load();
+  CHECK(p.exercises.size() == 1);
+  CHECK(p.exercises["02"]["checks_run"] == 2);
+  CHECK(p.set_aside.size() == 6);
+  REQUIRE(w.lines.size() == 6);  // one per entry, each naming what is wrong with it
+  CHECK(w.lines[0].find("the entry of exercise '06' (status is not \"started\" or \"done\")") !=
+        std::string::npos);
+  CHECK(w.lines[1].find("checks_run is not a count") != std::string::npos);
+  CHECK(w.lines[2].find("not an object") != std::string::npos);
+  CHECK(w.lines[3].find("solution is not true or false") != std::string::npos);
+  CHECK(w.lines[4].find("last is not a string") != std::string::npos);
+  CHECK(w.lines[5].find("hints is not a count") != std::string::npos);
+  REQUIRE(store.record("core", 1, {"q1", runner::Outcome::Right, 'b', 0, 1, ""}));
+  const auto j = nlohmann::json::parse(slurp(store.file()));
+  CHECK(j["exercises"].size() == 1);
+  CHECK(j["exercises_set_aside"]["06"]["status"] == 7);  // kept in the file, out of the exercises' way
+  CHECK(j["exercises_set_aside"].size() == 6);
+  w.lines.clear();
+  store.load();
+  CHECK(w.lines.empty());  // said once: after a save, nothing is left to set aside
 }
 
 TEST_CASE("a walk resumes at the questions not yet answered and retries the missed and skipped ones") {
@@ -455,7 +485,7 @@ TEST_CASE(
   store.record(full.questions[0], runner::Outcome::Right, 'b', 1);
   store.record(full.questions[1], runner::Outcome::Wrong, 'c', 0);
   store.update([](runner::Progress& p) {
-    p.exercises["ex-06"] = {{"status", "passed"}, {"at", "2026-11-30T09:00:00Z"}};
+    p.exercises["06"] = {{"status", "done"}, {"at", "2026-11-30T09:00:00Z"}};
   });
   std::ostringstream out;
   runner::print_progress(out, store.load(), full, store.file(), 80);
@@ -474,7 +504,7 @@ TEST_CASE(
   CHECK(text.find("retry the missed and skipped: amp-lab quiz --only 2") != std::string::npos);
   CHECK(text.find("go on where you stopped: amp-lab quiz --only 3") != std::string::npos);
   CHECK(text.find("Extra: not started (1 question)") != std::string::npos);
-  CHECK(text.find("ex-06: passed (2026-11-30 09:00 UTC)") != std::string::npos);
+  CHECK(text.find("06: done (2026-11-30 09:00 UTC)") != std::string::npos);
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) CHECK(lab::display_width(line) <= 80);
 }

@@ -148,8 +148,11 @@ void add_context_options(cxxopts::Options& options) {
 }
 
 void add_lab_options(cxxopts::Options& options) {
-  options.add_options()("json", "print the report as JSON")("no-color", "plain text even on a terminal")(
-      "h,help", "show this help");
+  options.add_options()("json", "print the report as JSON")(
+      "report-file",
+      "write the JSON report to this file (whole, replacing it) and print none: what `amp-lab check` reads, "
+      "on a channel the lab's code does not share",
+      cxxopts::value<std::string>())("no-color", "plain text even on a terminal")("h,help", "show this help");
 }
 
 ContextArgs context_args(const cxxopts::ParseResult& args) {

@@ -5,6 +5,11 @@
 #include <cctype>
 #include <csignal>
 #include <cstring>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "lab/cli_args.h"
 
 #include "runner/catalog_labs.h"
 #include "runner/exercise_files.h"
@@ -75,28 +80,92 @@ std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlo
   return out;
 }
 
-Verdict verdict_from_run(const ExerciseInfo& e, const std::string& json_text, int exit_code,
-                         const std::string& stderr_text) {
+namespace {
+
+// The last non-empty line of a program's stderr: the lab's own one-line message ("lab09_...: lab failed:
+// ..."), without the device notice or the learner's prints before it.
+std::string last_line(const std::string& text) {
+  std::string last;
+  for (size_t b = 0; b < text.size();) {
+    const size_t end = std::min(text.find('\n', b), text.size());
+    if (end > b) last = text.substr(b, end - b);
+    b = end + 1;
+  }
+  return last;
+}
+
+std::string joined(const std::vector<std::string>& keys) {
+  std::string s;
+  for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
+  return s;
+}
+
+// What is wrong with the report's check keys against the lab's declared ones ("" when nothing is).
+std::string keys_mismatch(const std::vector<CheckOutcome>& checks, const std::vector<std::string>& declared) {
+  std::vector<std::string> got, want = declared, missing, extra;
+  for (const auto& c : checks) got.push_back(c.key);
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  std::set_difference(want.begin(), want.end(), got.begin(), got.end(), std::back_inserter(missing));
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(extra));
+  if (missing.empty() && extra.empty()) return "";
+  std::string why = "the report does not hold the lab's checks:";
+  if (!missing.empty()) why += " missing " + joined(missing) + ";";
+  if (!extra.empty()) why += " not the lab's (or twice) " + joined(extra) + ";";
+  why.pop_back();
+  return why;
+}
+
+}  // namespace
+
+Verdict verdict_from_run(const ExerciseInfo& e, const LabRun& run, const std::vector<std::string>& declared) {
   Verdict v;
-  const auto report = nlohmann::json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  v.kind = Verdict::LabError;
+  const std::string lab_message = last_line(run.err);
+  v.printed = run.out;
+  if (!run.err.empty()) {  // stderr without the lab's own last line, which the verdict shows
+    const std::string before = run.err.substr(0, run.err.rfind(lab_message));
+    v.printed += before.find_first_not_of(" \n") == std::string::npos ? "" : before;
+  }
+  if (run.deadline_s > 0) {
+    v.output = fmt::format("your code did not finish within {:.0f} s: stopped, with everything it started",
+                           run.deadline_s);
+    return v;
+  }
+  const auto report = nlohmann::json::parse(run.report, nullptr, /*allow_exceptions=*/false);
   if (!report.is_object() || !report.contains("checks") || !report["checks"].is_array()) {
-    v.kind = Verdict::LabError;
-    // The lab's own one-line message ("lab09_...: lab failed: ..."), without the device notice before it.
-    std::string last;
-    for (size_t b = 0; b < stderr_text.size();) {
-      const size_t end = std::min(stderr_text.find('\n', b), stderr_text.size());
-      if (end > b) last = stderr_text.substr(b, end - b);
-      b = end + 1;
-    }
-    v.output = last.empty() ? ended_by(exit_code) : last;
+    if (!lab_message.empty())
+      v.output = lab_message;
+    else if (run.exit_code == 0)
+      v.output = "the program ended (exit code 0) before the lab wrote its report";
+    else
+      v.output = ended_by(run.exit_code);
     v.hints = matching_hints(e, nullptr, v.output);
     return v;
   }
-  for (const auto& c : report["checks"])
+  for (const auto& c : report["checks"]) {
+    if (!c.is_object()) continue;
     v.checks.push_back(
         {c.value("key", ""), c.value("claim", ""), c.value("evidence", ""), c.value("passed", false)});
-  v.kind = report.value("passed", false) && v.held() == static_cast<int>(v.checks.size()) ? Verdict::Passed
-                                                                                          : Verdict::Failed;
+  }
+  if (!declared.empty()) {
+    if (std::string why = keys_mismatch(v.checks, declared); !why.empty()) {
+      v.output = why;
+      v.checks.clear();
+      return v;
+    }
+  }
+  const bool all = report.value("passed", false) && v.held() == static_cast<int>(v.checks.size());
+  const int expected = all ? lab::kExitPass : lab::kExitCheckFailed;
+  if (run.exit_code != expected) {
+    v.output = fmt::format(
+        "the lab's report and how the program ended disagree: the report says {}, the "
+        "program ended with {}",
+        all ? "every check holds" : "a check fails", ended_by(run.exit_code));
+    v.checks.clear();
+    return v;
+  }
+  v.kind = all ? Verdict::Passed : Verdict::Failed;
   if (v.kind == Verdict::Failed) v.hints = matching_hints(e, &report, "");
   return v;
 }

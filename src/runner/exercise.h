@@ -40,13 +40,37 @@ struct Verdict {
   std::vector<CheckOutcome> checks;
   std::vector<const ExerciseHint*> hints;  // the known mistakes that match, in the catalog's order
   std::string output;                      // the compiler's or the lab's messages, as they gave them
+  std::string printed;  // what the learner's program printed itself (print_verdict cuts it)
   double build_s = 0, run_s = 0;
   int held() const;
 };
 
-// The verdict from one run of an exercise's executable: its --json report (stdout), exit code and stderr.
-Verdict verdict_from_run(const ExerciseInfo& e, const std::string& json_text, int exit_code,
-                         const std::string& stderr_text);
+// One run of an exercise's executable, as the judge saw it. The lab writes its report to a file the judge
+// names (--report-file), so nothing the learner's code prints on stdout can stand in for it or break it.
+struct LabRun {
+  std::string report;     // the report file's text; "" when the program wrote none
+  std::string out, err;   // what it printed on stdout and stderr (the learner's prints, the lab's errors)
+  int exit_code = 0;      // 128 + N when signal N ended it
+  double deadline_s = 0;  // > 0: it was still running at this deadline, and was killed with its group
+};
+
+// The verdict from one run: the report must hold exactly `declared` (when not empty), each once, and agree
+// with the exit code (0 when every check holds, 1 when one fails); anything else is a LabError that says so.
+Verdict verdict_from_run(const ExerciseInfo& e, const LabRun& run, const std::vector<std::string>& declared);
+
+// Runs a lab's executable with --report-file (quick mode unless `full`, on the CPU, killed with its group
+// after `deadline_s` seconds when > 0), its stdout and stderr kept (the first 64 KiB of each).
+LabRun run_lab_executable(const std::string& executable, const std::string& report_path, bool full,
+                          double deadline_s);
+
+// What the lab's own executable (its amp.cpp) declares and costs in one mode: the judge requires exactly
+// these checks, and gives the learner's program a multiple of this time. Run once and kept in `cache`
+// (a JSON file) until the executable changes. Throws ExerciseError when the lab itself does not report.
+struct LabReference {
+  std::vector<std::string> checks;  // the check keys, in the report's order
+  double seconds = 0;               // the run's wall time
+};
+LabReference lab_reference(const std::string& lab_executable, const std::filesystem::path& cache, bool full);
 
 // The hints of `e` that match this report (or, with `report` null, this error message).
 std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlohmann::json* report,
@@ -61,6 +85,7 @@ struct ExerciseBuild {
   std::string source_dir, build_dir, cmake;
   struct Unit {
     std::string target, executable, work;
+    std::string lab_target, lab_executable;  // the lab's own executable, built from its amp.cpp
   };
   std::map<std::string, Unit> units;  // by exercise id
 };
@@ -68,9 +93,14 @@ struct ExerciseBuild {
 ExerciseBuild load_exercise_build(const std::filesystem::path& json_path);
 
 // Builds the learner's file as exercise `e`'s executable and runs the lab's checks on it (quick mode
-// unless `full`). Build and run messages go into the verdict, never to the terminal.
+// unless `full`). Build and run messages go into the verdict, never to the terminal; `progress` gets a line
+// when the check waits (for another check of this exercise, for another build in the folder).
+// One check of an exercise at a time (a lock in its work folder), every build under the build folder's
+// lock; the learner's program runs within its deadline: kDeadlineFactor times the lab's own time in that
+// mode, at least kDeadlineFloor seconds (AMP_LAB_CHECK_DEADLINE, seconds, overrides it).
 Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& learner_path,
-                       bool full);
+                       bool full, std::ostream& progress);
+inline constexpr double kDeadlineFactor = 10, kDeadlineFloor = 30;
 
 // The workspace file of exercise `e` in `dir`: <dir>/<stem>.cpp.
 std::filesystem::path workspace_file(const std::filesystem::path& dir, const ExerciseInfo& e);

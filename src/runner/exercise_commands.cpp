@@ -132,7 +132,7 @@ int exit_code_of(const Verdict& v) {
 Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& path, bool full,
                    bool color) {
   std::cout << fmt::format("exercise {} ({}) · {}\n", e.id, e.title, shown(path)) << std::flush;
-  const Verdict v = check_exercise(build, e, path, full);
+  const Verdict v = check_exercise(build, e, path, full, std::cout);
   print_verdict(std::cout, e, v, path, color);
   std::cout << std::flush;
   record_verdict(e, v);
@@ -142,6 +142,11 @@ Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std:
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int signo) {
   g_stop = signo;
+}
+
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
 }
 
 // What tells a save apart: the file's modification time, size and text.
@@ -267,12 +272,28 @@ int cmd_watch(int argc, const char* const* argv) {
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
   for (;;) {
     std::string seen = snapshot(path);
-    const Verdict v = check_once(build, e, path, lab::flag(args, "full"), color);
-    if (g_stop) break;
-    if (v.kind == Verdict::Passed) return lab::kExitPass;
-    std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", shown(path))
-              << std::flush;
+    try {
+      const Verdict v = check_once(build, e, path, lab::flag(args, "full"), color);
+      if (g_stop) break;
+      if (v.kind == Verdict::Passed) return lab::kExitPass;
+      std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", shown(path))
+                << std::flush;
+    } catch (const ExerciseError&) {
+      if (is_file(path)) throw;  // gone in the middle of a save: checked once it is back
+      seen = snapshot(path);
+    }
     while (!g_stop && snapshot(path) == seen) poll(nullptr, 0, 250);
+    // An editor that saves by writing a new file and renaming it over the old one leaves no file for a
+    // moment; one that is gone for longer is waited for, said once.
+    bool said = false;
+    for (int waited = 0; !g_stop && !is_file(path); ++waited) {
+      if (waited == 8 && !said) {
+        std::cout << fmt::format("{} is gone: waiting for it to be saved again (Ctrl-C stops)\n", shown(path))
+                  << std::flush;
+        said = true;
+      }
+      poll(nullptr, 0, 250);
+    }
     if (g_stop) break;
     std::cout << "\n";
   }

@@ -121,6 +121,24 @@ bool nested_deeper_than(const std::string& text, int limit) {
   return false;
 }
 
+}  // namespace
+
+std::optional<std::string> exercise_entry_problem(const nlohmann::json& entry) {
+  if (!entry.is_object()) return "not an object";
+  if (entry.contains("status") &&
+      (!entry["status"].is_string() || (entry["status"] != "started" && entry["status"] != "done")))
+    return "status is not \"started\" or \"done\"";
+  for (const char* key : {"checks_run", "hints"})
+    if (entry.contains(key) && (!entry[key].is_number_integer() || entry[key].get<long long>() < 0))
+      return std::string(key) + " is not a count";
+  for (const char* key : {"last", "at"})
+    if (entry.contains(key) && !entry[key].is_string()) return std::string(key) + " is not a string";
+  if (entry.contains("solution") && !entry["solution"].is_boolean()) return "solution is not true or false";
+  return std::nullopt;
+}
+
+namespace {
+
 // The progress in `j`, or why it is not amp-lab's progress (another schema or version). What it keeps as
 // found (the exercises, other keys) is moved out of `j`, not copied.
 std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
@@ -152,7 +170,18 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
       p.quiz[track][*number] = std::move(*record);
     }
   }
-  if (j.contains("exercises")) p.exercises = std::move(j["exercises"]);
+  if (j.contains("exercises")) {
+    for (auto& [id, entry] : j["exercises"].items()) {
+      if (const auto problem = exercise_entry_problem(entry)) {
+        auto& aside = j["exercises_set_aside"];
+        if (!aside.is_object()) aside = nlohmann::json::object();
+        aside[id] = std::move(entry);
+        p.set_aside.push_back(fmt::format("the entry of exercise {} ({})", lab::quote(id, 20), *problem));
+      } else {
+        p.exercises[id] = std::move(entry);
+      }
+    }
+  }
   for (auto& [key, value] : j.items())
     if (key != "version" && key != "quiz" && key != "exercises") p.other[key] = std::move(value);
   return p;
@@ -325,7 +354,12 @@ std::optional<Progress> ProgressStore::read_locked(bool may_set_aside) {
     ::close(fd);
   }
   if (text)
-    if (auto p = parse_progress(*text, &why)) return p;
+    if (auto p = parse_progress(*text, &why)) {
+      for (const auto& what : p->set_aside)
+        warn(fmt::format("{}: {} is not one amp-lab writes; set aside under \"exercises_set_aside\"",
+                         display(file_), what));
+      return p;
+    }
   if (!may_set_aside) {
     warn(fmt::format("{} is not amp-lab's progress ({}); left as it is, its lock not taken", display(file_),
                      why));

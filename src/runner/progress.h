@@ -45,9 +45,17 @@ struct QuestionRecord {
 
 struct Progress {
   std::map<std::string, std::map<int, QuestionRecord>> quiz;  // track id -> question number -> latest
-  nlohmann::json exercises = nlohmann::json::object();        // kept as found
+  nlohmann::json exercises = nlohmann::json::object();        // each entry as amp-lab writes it (below)
   nlohmann::json other = nlohmann::json::object();            // any other top-level key, kept as found
+  // Read, not saved: the exercise entries that were not as amp-lab writes them, moved to
+  // other["exercises_set_aside"] (kept in the file there) and warned of once.
+  std::vector<std::string> set_aside;
 };
+
+// Whether `entry` is an exercise's entry as amp-lab writes it: an object whose status is "started" or
+// "done", checks_run and hints non-negative integers, last and at strings, solution a boolean (each one
+// optional); otherwise why not, in a few words.
+std::optional<std::string> exercise_entry_problem(const nlohmann::json& entry);
 
 inline constexpr int kProgressVersion = 1;
 
