@@ -167,11 +167,35 @@ TEST_CASE("every hint of the exercise is shown for the starter or a wrong soluti
   for (const auto& [name, hint] : wrong_solutions(e))
     for (const auto* h : run_unit(e, "exercise_kept_" + name).hints) shown.push_back(h->id);
   for (const auto& h : e.hints) {
+    if (h.shared) continue;  // the library's errors: the case below
     const bool seen = std::find(shown.begin(), shown.end(), h.id) != shown.end();
     const bool catch_all = h.evidence.empty() && h.observation.empty() && h.error.empty();
     INFO("hint " << h.id);
     CHECK((seen || catch_all));
   }
+}
+
+TEST_CASE("a library error that stops the lab gets the hint naming its rule, the exercise's own first") {
+  const auto& e = the_exercise();
+  std::string amp_sources;  // the amp library's messages are PyTorch's, in src/amp/*.cpp
+  for (const auto& f : fs::directory_iterator(fs::path(AMP_LAB_SOURCE_DIR) / "src" / "amp"))
+    if (f.path().extension() == ".cpp") amp_sources += runner::read_text_file(f.path().string());
+  int shared = 0;
+  for (const auto& h : e.hints) {
+    if (!h.shared) continue;
+    ++shared;
+    const std::string line = "lab" + e.stem + ": lab failed: amp::GradScaler: " + h.error + ".";
+    const runner::Verdict v = runner::verdict_from_run(e, {.err = line + "\n", .exit_code = 3}, declared(e));
+    INFO("library error " << h.id << ": hints " << hint_ids(v));
+    CHECK(v.kind == runner::Verdict::LabError);
+    REQUIRE(v.hints.size() == 1);
+    // The exercise's own hint for the same words, where it has one, names the mistake better.
+    CHECK((v.hints[0]->id == h.id || (!v.hints[0]->shared && v.hints[0]->error == h.error)));
+    const bool libtorch = h.id == "no-graph" || h.id == "backward-twice";  // LibTorch's autograd says these
+    if (!libtorch)
+      CHECK_MESSAGE(amp_sources.find(h.error) != std::string::npos, "no amp error says: " << h.error);
+  }
+  CHECK(shared >= 8);
 }
 
 TEST_CASE("a learner's code that crashes the lab is named by its signal, not by an exit code") {

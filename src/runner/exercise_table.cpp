@@ -1,6 +1,7 @@
 // exercises.yaml: reading the exercises and their hints (runner/exercise_table.h).
 #include "runner/exercise_table.h"
 
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,7 +11,7 @@
 
 namespace runner {
 
-const std::vector<std::string> kExercisesKeys = {"exercises"};
+const std::vector<std::string> kExercisesKeys = {"exercises", "library_errors"};
 const std::vector<std::string> kExerciseKeys = {"lab", "title", "hints"};
 const std::vector<std::string> kHintKeys = {"id",    "check", "evidence", "observation",
                                             "range", "error", "text"};
@@ -102,6 +103,24 @@ std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& n
   std::vector<ExerciseInfo> exercises;
   std::set<std::string> labs_seen;
   for (size_t i = 0; i < list.size(); ++i) exercises.push_back(read_exercise(v, list[i], i, labs, labs_seen));
+  if (!root["library_errors"]) return exercises;
+  const YAML::Node shared = v.list(root["library_errors"], "library_errors");
+  std::set<std::string> ids;
+  std::vector<ExerciseHint> hints;
+  for (size_t k = 0; k < shared.size(); ++k) {
+    const std::string at = fmt::format("library_errors[{}]", k);
+    if (shared[k].IsMap() && shared[k]["check"])
+      v.fail(shared[k]["check"].Mark(), at + ".check", "a library error is matched by its error words only");
+    ExerciseHint h = read_hint(v, shared[k], at, ids);
+    h.shared = true;
+    hints.push_back(std::move(h));
+  }
+  for (ExerciseInfo& e : exercises) {
+    for (const ExerciseHint& h : hints)
+      if (std::none_of(e.hints.begin(), e.hints.end(),
+                       [&](const ExerciseHint& own) { return own.id == h.id; }))
+        e.hints.push_back(h);
+  }
   return exercises;
 }
 

@@ -21,6 +21,7 @@ struct ExerciseHint {
   std::string observation;
   double lo = 0, hi = 0;
   std::string error;
+  bool shared = false;  // from library_errors: every exercise has it, after its own hints
 };
 
 struct ExerciseInfo {
@@ -32,7 +33,7 @@ struct ExerciseInfo {
 };
 
 // The keys exercises.yaml may hold.
-extern const std::vector<std::string> kExercisesKeys;  // exercises
+extern const std::vector<std::string> kExercisesKeys;  // exercises, library_errors
 extern const std::vector<std::string> kExerciseKeys;   // lab, title, hints
 extern const std::vector<std::string> kHintKeys;       // id, check, evidence, observation, range, error, text
 
@@ -44,6 +45,9 @@ extern const std::vector<std::string> kHintKeys;       // id, check, evidence, o
 // `range: [lo, hi]` (two numbers, lo <= hi). Which check and observation keys a lab reports only its run
 // says: tests/test_labs.cpp holds every key named here to the lab's real --json. Every error is one
 // DataError line "file:line:column: field: what".
+// `library_errors` (optional, a non-empty list of hints with id, error and text): the errors the amp library
+// and LibTorch raise for a misused call, each with the rule it names; every exercise gets them after its
+// own hints (shared = true), so a mistake the exercise knows better is named by the exercise's hint.
 std::vector<ExerciseInfo> load_exercises(const std::string& path, const LabLookup& labs);
 // The same for text already in memory; `name` stands for the file in messages.
 std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& name, const LabLookup& labs);
