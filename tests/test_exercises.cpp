@@ -37,10 +37,18 @@ fs::path bin() {
   return fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "bin";
 }
 
+// This test process's folder for the reports it reads, removed when it ends.
 fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("amp-lab-test-exercises-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
+  struct Folder {
+    fs::path path = fs::temp_directory_path() / ("amp-lab-test-exercises-" + std::to_string(::getpid()));
+    Folder() { fs::create_directories(path); }
+    ~Folder() {
+      std::error_code ec;
+      fs::remove_all(path, ec);
+    }
+  };
+  static const Folder folder;
+  return folder.path;
 }
 
 // The checks the lab's own executable declares in quick mode, as `amp-lab check` requires them.
@@ -49,7 +57,9 @@ const std::vector<std::string>& declared(const runner::ExerciseInfo& e) {
   auto& keys = by_id[e.id];
   if (keys.empty()) {
     const fs::path lab = fs::path(AMP_LAB_BINARY_DIR) / "bin" / ("lab" + e.stem);
-    keys = runner::lab_reference(lab.string(), scratch() / (e.id + "-reference.json"), /*full=*/false).checks;
+    // The judge's own cache (kept until the lab's executable changes): the lab runs once, not per test.
+    const fs::path cache = fs::path(AMP_LAB_BINARY_DIR) / "exercises" / e.stem / "reference-quick.json";
+    keys = runner::lab_reference(lab.string(), cache, /*full=*/false).checks;
   }
   return keys;
 }

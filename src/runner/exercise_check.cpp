@@ -176,7 +176,11 @@ LabReference lab_reference(const std::string& lab_executable, const fs::path& ca
     if (!ref.checks.empty()) return ref;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const LabRun run = run_lab_executable(lab_executable, cache.string() + ".report", full, /*deadline_s=*/600);
+  // Its own report file: two checks (or tests) may fill the same cache at once; the cache's write is atomic.
+  const std::string report_path = cache.string() + ".report." + std::to_string(::getpid());
+  const LabRun run = run_lab_executable(lab_executable, report_path, full, /*deadline_s=*/600);
+  std::error_code ec;
+  fs::remove(report_path, ec);
   ref.seconds = seconds_since(t0);
   const auto report = nlohmann::json::parse(run.report, nullptr, /*allow_exceptions=*/false);
   if (report.is_object() && report.contains("checks") && report["checks"].is_array())
