@@ -11,7 +11,10 @@
 //   2. trains with each recipe, against bf16 autocast and against FP8's mantissa rounding without exponent
 //      limits (a yardstick),
 //   3. shows its emulated FP8 matmul beside at::_scaled_mm on the CPU (a demonstration: without AMX
-//      ATen's fallback computes the emulation's own arithmetic, so the two cannot differ there).
+//      ATen's fallback computes the emulation's own arithmetic, so the two cannot differ there),
+//   4. checks quantize() on crafted tensors against the same step written here in float64: both formats'
+//      maxima, a margin, a negative amax, an all-zero tensor, and delayed scaling's history (a spike it
+//      must clip and then forget after kHistory calls).
 // The matmuls are at::_scaled_mm on CUDA devices of compute capability 8.9 or newer (FP8 tensor cores;
 // PyTorch's CUDA _scaled_mm refuses older devices: aten/src/ATen/native/cuda/Blas.cpp); elsewhere they
 // are emulated as torchao's `emulate` mode does (dequantize, then an fp32 matmul; torchao divides the data
@@ -139,6 +142,8 @@ struct Result {
   double fp32 = 0, bf16 = 0, no_limit = 0;
   Fp8Run none, loss_scale, current, delayed, delayed_margin;
   Emulation emu;
+  std::vector<std::pair<std::string, std::string>> quantize_wrong;  // crafted cases: name, what differed
+  size_t quantize_cases = 0;
 };
 
 constexpr float kPastE4M3 = 1000, kPastE5M2 = 1e5;  // past E4M3's 448 and E5M2's 57344
@@ -288,6 +293,139 @@ Emulation emulation_vs_scaled_mm(const std::vector<Step0Tensor>& ts) {
   return e;
 }
 
+// ---- quantize() on crafted tensors, against the lab's own float64 step ---------------------------
+
+// The training runs read quantize() only through losses and shares, where a margin, a history's length or
+// a negative amax barely shows. These cases reach each rule directly: fixed tensors, the learner's
+// quantize() against the same step written here in float64.
+constexpr int64_t kCraftedSize = 48;
+constexpr double kScaleTol = 1e-5;  // relative: the learner's fp32 scale and its reciprocal round twice
+
+// 48 values from amax down over 17.8 powers of two (past E4M3's range below 448), alternating in sign; the
+// largest |value| is +amax, or -amax when `negative` (the largest positive is then 0.77 amax).
+torch::Tensor crafted(double amax, bool negative) {
+  const torch::Tensor i = torch::arange(kCraftedSize, torch::kDouble);
+  const torch::Tensor sign = 1 - 2 * torch::remainder(i, 2);
+  return ((negative ? -amax : amax) * sign * torch::exp2(-0.37 * i)).to(torch::kFloat);
+}
+
+struct QuantizeCase {
+  std::string name;
+  Scaling mode = Scaling::Current;
+  bool e5m2 = false;
+  double margin = 0;
+  std::vector<double> amaxes;  // one crafted tensor per call (all zeros where the amax is 0)
+  bool negative = false;
+};
+
+// Delayed scaling's scale at each call, in float64: top / the largest amax of the `length` calls before
+// (the first call: its own), each amax at least 1e-30. With `own`, this call's amax joins the window;
+// without `update`, the window stays the first call's. The wrong variants name what a learner's did.
+std::vector<double> delayed_scales(const std::vector<double>& amaxes, double top, size_t length,
+                                   bool update = true, bool own = false) {
+  std::vector<double> scales;
+  for (size_t k = 0; k < amaxes.size(); ++k) {
+    double window = std::max(amaxes[0], 1e-30);
+    for (size_t j = k > length ? k - length : 0; update && j < k; ++j) window = std::max(window, amaxes[j]);
+    if (own) window = std::max(window, amaxes[k]);
+    scales.push_back(top / window);
+  }
+  return scales;
+}
+
+// What quantize() did on one case: empty when it matched the float64 step at every call.
+std::string judge_case(const QuantizeCase& c) {
+  const double max = c.e5m2 ? kE5M2Max : kE4M3Max, top = max / std::exp2(c.margin);
+  const double tiny = c.e5m2 ? std::exp2(-16) : std::exp2(-9);  // the smallest subnormal
+  const double step = c.e5m2 ? 0.25 : 0.125;                    // one FP8 step, relative (2^-mantissa)
+  const auto dtype = c.e5m2 ? torch::kFloat8_e5m2 : torch::kFloat8_e4m3fn;
+  std::vector<double> want;  // the reference's scales
+  if (c.mode == Scaling::Delayed) want = delayed_scales(c.amaxes, top, kHistory);
+  for (double a : c.amaxes)
+    if (c.mode == Scaling::Current) want.push_back(top / std::max(a, 1e-30));
+  Fp8Scale s = scale_for(c.e5m2, c.mode);
+  s.margin = c.margin;
+  std::vector<double> got;  // the learner's inverse scales, as scales
+  std::string first;        // the first call that differs
+  for (size_t k = 0; k < c.amaxes.size(); ++k) {
+    const torch::Tensor t = crafted(c.amaxes[k], c.negative);
+    std::pair<torch::Tensor, torch::Tensor> out;
+    try {
+      out = s.quantize(t);
+    } catch (const std::exception& e) {
+      return fmt::format("call {}: quantize() threw: {}", k, std::string(e.what()).substr(0, 120));
+    }
+    const auto& [q, inv] = out;
+    if (q.scalar_type() != dtype || !q.sizes().equals(t.sizes()) || inv.numel() != 1)
+      return fmt::format("call {}: returned {} of {} values and an inverse scale of {}, want {} of {} and 1",
+                         k, c10::toString(q.scalar_type()), q.numel(), inv.numel(), c10::toString(dtype),
+                         t.numel());
+    const double inv_got = inv.item<double>();
+    got.push_back(1 / inv_got);
+    // The reference: scaled in float64, saturated at +-max, then cast (through fp32, as the learner's is).
+    const bool zero = c.amaxes[k] == 0;
+    const torch::Tensor ref =
+        (t.to(torch::kDouble) * want[k]).clamp(-max, max).to(torch::kFloat).to(dtype).to(torch::kDouble);
+    const torch::Tensor q64 = q.to(torch::kDouble);
+    // Written so that NaN fails: a value is right only when it is within one FP8 step of the reference.
+    const torch::Tensor off = ~((q64 - ref).abs() <= (ref.abs() * step).clamp_min(tiny));
+    const int64_t wrong = off.sum().item<int64_t>();
+    const int64_t unsaturated = (~torch::isfinite(q64) & (ref.abs() == max)).sum().item<int64_t>();
+    const bool inv_ok =
+        zero ? std::isfinite(inv_got) && inv_got > 0 : std::abs(inv_got * want[k] - 1) <= kScaleTol;
+    if (first.empty() && (wrong > 0 || !inv_ok)) {
+      first = fmt::format("call {}: inverse scale {}, want {}; {} of {} values off", k, lab::sci(inv_got),
+                          zero ? "a finite one > 0" : lab::sci(1 / want[k]), wrong, kCraftedSize);
+      if (unsaturated > 0) first += fmt::format(", {} beyond max not saturated (inf or NaN)", unsaturated);
+    }
+  }
+  if (first.empty() || c.mode != Scaling::Delayed) return first;
+  // A delayed case that differs: which misreading of the history its scales follow, if one.
+  const auto follows = [&](const std::vector<double>& scales) {
+    for (size_t k = 0; k < got.size(); ++k)
+      if (!(std::abs(got[k] / scales[k] - 1) <= kScaleTol)) return false;
+    return true;
+  };
+  const std::string own = "this call's amax is in the scale, not only the history's";
+  std::vector<std::pair<std::vector<double>, std::string>> readings = {
+      {want, "the scales are right, the values are not"},
+      {delayed_scales(c.amaxes, top, 0, true, true),
+       "the scale follows each call's own amax (current scaling)"},
+      {delayed_scales(c.amaxes, top, kHistory - 1, true, true), own},  // pushed before the scale was taken
+      {delayed_scales(c.amaxes, top, kHistory, true, true), own},      // max(history, amax)
+      {delayed_scales(c.amaxes, top, kHistory, false), "the history never takes a new amax"}};
+  for (size_t length : {kHistory - 1, kHistory + 1})
+    readings.push_back({delayed_scales(c.amaxes, top, length),
+                        fmt::format("the history holds {} amaxes, not {}", length, kHistory)});
+  if (c.margin != 0)
+    readings.push_back({delayed_scales(c.amaxes, max, kHistory), "the scale is computed without the margin"});
+  for (const auto& [scales, reading] : readings)
+    if (follows(scales)) return first + ": " + reading;
+  return first;
+}
+
+// Each rule reached on its own: both formats' maxima, a margin, a negative amax, all zeros (current); a
+// spike that delayed scaling must clip at E5M2's max and forget after kHistory calls, a growing tensor
+// with a margin, all zeros (delayed). Keeps the wrong cases, in this order.
+void judge_quantize(Result& m) {
+  std::vector<double> spike(kHistory + 4, 1e-4), growing;
+  spike[1] = 3e-2;  // 300x: beyond E5M2's max under the history's scale; gone from a 16-long one at call 18
+  for (int k = 0; k < 8; ++k) growing.push_back(1e-2 * std::pow(1.5, k));
+  const QuantizeCase cases[] = {
+      {.name = "E4M3 current", .amaxes = {3.7e-3}},
+      {.name = "E5M2 current", .e5m2 = true, .amaxes = {2.5e-6}},
+      {.name = "E4M3 margin 3", .margin = 3, .amaxes = {0.9}},
+      {.name = "E5M2 margin 3", .e5m2 = true, .margin = 3, .amaxes = {40}},
+      {.name = "negative amax", .amaxes = {5e-2}, .negative = true},
+      {.name = "all zeros", .amaxes = {0}},
+      {.name = "E5M2 delayed, a spike at call 1", .mode = Scaling::Delayed, .e5m2 = true, .amaxes = spike},
+      {.name = "E4M3 delayed, margin 2, growing", .mode = Scaling::Delayed, .margin = 2, .amaxes = growing},
+      {.name = "E5M2 delayed, all zeros", .mode = Scaling::Delayed, .e5m2 = true, .amaxes = {0, 0, 0}}};
+  m.quantize_cases = std::size(cases);
+  for (const auto& c : cases)
+    if (std::string why = judge_case(c); !why.empty()) m.quantize_wrong.emplace_back(c.name, why);
+}
+
 Result measure(const lab::Context& ctx) {
   Result m{.ctx = ctx, .steps = ctx.size(kSteps, kSteps, kStepsQuick)};
   const uf::Problem problem = uf::make_problem(kProblem, ctx.device);
@@ -298,6 +436,7 @@ Result measure(const lab::Context& ctx) {
   cast_past_max(m, ctx.device);
   cast_step0(m, problem);
   m.emu = emulation_vs_scaled_mm(m.tensors);
+  judge_quantize(m);
   const Scaling current = ctx.flip ? Scaling::None : Scaling::Current;
   const Scaling delayed = ctx.flip ? Scaling::None : Scaling::Delayed;
   m.fp32 = train_autocast(problem, torch::kFloat, m.steps);
@@ -566,6 +705,24 @@ void report_checks(const Result& m, lab::Report& r) {
       fmt::format("current {}, delayed {} the loss of FP8's mantissa rounding without exponent limits (need "
                   "<= {}x), which itself ends at {} bf16's",
                   times(cur), times(del), kTrainsWithin, times(m.no_limit / b)));
+  // Catches each rule of quantize() on its own, against the lab's float64 step on crafted tensors (the
+  // evidence names the first case and call that differ, and for delayed scaling the misreading of the
+  // history its scales follow): the other format's max (14_e4m3_max_everywhere.cpp), no margin
+  // (14_margin_ignored.cpp, 14_margin_only_current.cpp), t.max() for the amax (14_max_not_abs.cpp), no
+  // floor under an all-zero amax (14_no_zero_guard.cpp), no saturation (14_no_saturation.cpp), a history
+  // never updated, of the wrong length or joined by this call's amax (14_history_*.cpp,
+  // 14_delayed_includes_current.cpp).
+  std::string wrong;
+  for (const auto& [name, why] : m.quantize_wrong)
+    wrong += fmt::format("{}{} ({})", wrong.empty() ? "" : "; ", name, why);
+  r.check("quantize-matches-float64",
+          "on crafted tensors quantize() gives the lab's float64 step: both formats' maxima, a margin, a "
+          "negative amax, all zeros, and a delayed history's spike and length",
+          m.quantize_wrong.empty(),
+          m.quantize_wrong.empty()
+              ? fmt::format("all {} cases within one FP8 step, inverse scales within {:g}", m.quantize_cases,
+                            kScaleTol)
+              : fmt::format("wrong: {} of {} cases: {}", m.quantize_wrong.size(), m.quantize_cases, wrong));
 }
 
 // The conclusions, shown with the checks.
