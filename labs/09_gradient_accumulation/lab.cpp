@@ -124,8 +124,8 @@ struct Result {
   std::vector<double> batch_scales;  // the scale at the start of each batch
   std::vector<double> micro_scales;  // the scale of every micro-batch (--flip: recorded by update_each)
   int skipped = 0, applied = 0;
-  double worst_applied =
-      0;              // worst applied update vs the fp32 whole-batch step at the same weights; NaN kept
+  // The worst applied update vs the fp32 whole-batch step at the same weights (NaN if any was NaN).
+  double worst_applied = 0;
   int nonfinite = 0;  // applied updates holding inf/NaN: a step the scaler should have skipped
   // Calls whose returned flag says otherwise than the weights: stepped but unmoved, or skipped but moved
   // (the compared batch's and training's calls alike).
