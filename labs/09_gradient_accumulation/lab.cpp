@@ -130,6 +130,9 @@ struct Result {
   // Calls whose returned flag says otherwise than the weights: stepped but unmoved, or skipped but moved
   // (the compared batch's and training's calls alike).
   int flags_wrong = 0;
+  // The first training batch, at 2^24: its fp16 gradients overflow, so it must leave the weights as they
+  // were.
+  bool first_moved = false, first_finite = true;
   double final_scale = 0;
 };
 
@@ -281,6 +284,10 @@ void train(Setup& s, bool flip, Result& r) {
     const auto upd = flat(model) - before;
     const bool moved = !(upd.abs().max().item<double>() == 0);  // a NaN update moved the weights
     r.flags_wrong += stepped != moved;
+    if (b == 0) {
+      r.first_moved = moved;
+      r.first_finite = upd.isfinite().all().item<bool>();
+    }
     if (!moved) {
       ++r.skipped;
       continue;
@@ -395,6 +402,17 @@ void add_checks(const Result& m, lab::Report& r) {
                           ? ", every batch skipped, the scale backing off each time"
                           : "",
                       kFp16TolFactor, lab::sci(m.whole_error[1])));
+  // Fails on a forward that is not fp16 (autocast off, or bf16: at 2^24 their gradients do not overflow, so
+  // the batch is applied) and on a step taken past the skip (the weights sent to inf/NaN).
+  r.check(
+      "first-batch-overflows",
+      fmt::format("at the initial scale 2^{:.0f} the first batch's fp16 gradients overflow and its step is "
+                  "skipped",
+                  std::log2(kInitScale)),
+      !m.first_moved,
+      fmt::format("the first batch: {}", !m.first_moved   ? "weights unchanged (skipped)"
+                                         : m.first_finite ? "applied with finite gradients"
+                                                          : "applied, weights moved to inf/NaN"));
   // Fails on a returned flag that is not what the step did (true whatever scaler.step() returned, or
   // false for a step taken): the compared batch's two calls and every training batch.
   r.check("stepped-flag-matches", "accumulate returned true exactly when the weights moved",
