@@ -269,6 +269,11 @@ std::string times(double v) {
   return std::isfinite(v) ? fmt::format("{:.4g}x", v) : "inf";
 }
 
+// A ratio near 1, to 4 decimals (times() gives 4 significant digits).
+std::string ratio_text(double v) {
+  return std::isfinite(v) ? fmt::format("{:.4f}x", v) : "inf/NaN";
+}
+
 // What a hint reads must be a number: JSON has no inf or NaN (the report writes null), so a non-finite ratio
 // is shown as its text and stored as -1.
 double finite_or_minus1(double v) {
@@ -319,9 +324,9 @@ void report_training(const Result& m, lab::Report& r) {
            fmt::format("{:.4f}x", run.final_loss / f32.final_loss), std::to_string(run.skipped),
            lab::num(run.final_scale)});
   r.observe("penalty_ratio", "fp16-autocast run's penalty / float64 penalty, step 0",
-            finite_or_minus1(s0.ratio16), "x", times(s0.ratio16));
+            finite_or_minus1(s0.ratio16), "x", ratio_text(s0.ratio16));
   r.observe("penalty_ratio_fp32", "penalty_step in fp32: penalty / float64 penalty, step 0",
-            finite_or_minus1(s0.ratio32), "x", times(s0.ratio32));
+            finite_or_minus1(s0.ratio32), "x", ratio_text(s0.ratio32));
   r.observe("penalty_dtype", "dtype the penalty is computed in under fp16 autocast",
             static_cast<double>(c10::elementSize(m.penalty_dtype) * 8), "",
             fmt::format("{} (its gradients are {}: pow, sum and sqrt are not cast to fp16)",
@@ -333,7 +338,7 @@ void report_training(const Result& m, lab::Report& r) {
             "penalty_step in fp32: the optimizer's gradients at step 0 vs float64's",
             finite_or_minus1(s0.grad_err32), "", lab::sci(s0.grad_err32));
   r.observe("update_size_fp16", "fp16: |step 0's update| / float64's", finite_or_minus1(s0.size16), "x",
-            times(s0.size16));
+            ratio_text(s0.size16));
   r.observe("update_vs_loss_only", "fp16: step 0's update vs float64's from the loss alone (no penalty)",
             finite_or_minus1(s0.vs_loss_only16), "", lab::sci(s0.vs_loss_only16));
   const double loss_ratio = f16.final_loss / f32.final_loss;
@@ -390,8 +395,8 @@ void report(const Result& m, lab::Report& r) {
   r.check("penalty-matches-fp64",
           "the penalty under fp16 autocast, from gradients multiplied by 1/scale, matches float64's",
           std::abs(s0.ratio16 - 1) <= kPenaltyTol && std::abs(s0.ratio32 - 1) <= kPenaltyTol,
-          fmt::format("fp16 {} and fp32 {} the float64 penalty (need within {})", times(s0.ratio16),
-                      times(s0.ratio32), lab::percent(kPenaltyTol, 0)));
+          fmt::format("fp16 {} and fp32 {} the float64 penalty (need within {})", ratio_text(s0.ratio16),
+                      ratio_text(s0.ratio32), lab::percent(kPenaltyTol, 0)));
   // Fails on a penalty that never reaches .grad (create_graph left out: the update is the loss's alone),
   // on loss + penalty back-propagated unscaled (step() divides it by the scale), on a skipped step 0.
   r.check("penalty-gradients-match-fp64",
@@ -401,7 +406,7 @@ void report(const Result& m, lab::Report& r) {
               ? fmt::format("fp16 {} and fp32 {} from float64 (need <= {}); fp16 {} the size, {} from the "
                             "loss alone's",
                             lab::sci(s0.grad_err16), lab::sci(s0.grad_err32), lab::sci(kGradTol, 1),
-                            times(s0.size16), lab::sci(s0.vs_loss_only16))
+                            ratio_text(s0.size16), lab::sci(s0.vs_loss_only16))
               : std::string("step 0 was skipped: its gradients held inf/NaN"));
   // Fails on .grad never zeroed between steps (each step adds the earlier steps' gradients: in fp16 they
   // come back divided by the scale, so penalty_step's fp32 run shows it) and on any drift: against the lab's
