@@ -372,23 +372,11 @@ void report_other_answers(const Result& m, lab::Report& r) {
             lab::sci(sum_sq));
 }
 
-void report(const Result& m, lab::Report& r) {
-  r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
-  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
-                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
-  r.note("penalty = ||d loss / d weights||_2, added to the loss");
-  if (m.ctx.flip) r.note("FLIP: the penalty comes from the scaled gradients (no multiply by 1/scale)");
-  report_step0(m, r);
-  report_training(m, r);
-  report_other_answers(m, r);
+void add_checks(const Result& m, lab::Report& r) {
   const Run &f32 = m.runs[1], &f16 = m.runs[2], &mine32 = m.runs[3];
   const Step0 s0 = step0_of(m);
   const double loss_ratio = f16.final_loss / f32.final_loss,
                mine32_ratio = mine32.final_loss / f32.final_loss;
-  r.takeaway(
-      "torch::autograd::grad of scaler.scale(loss) returns gradients multiplied by the scale: multiply "
-      "them by 1/scale before the penalty, then back-propagate scaler.scale(loss + penalty). update() "
-      "only sets the next scale; it never touches gradients already computed.");
   // Every comparison is against the lab's own float64 step (reference_step), and each `<=` is false for NaN.
   // Fails on the penalty of the scaled gradients (the scale's factor), of the unscaled loss's gradients
   // multiplied by 1/scale (1/scale), and on a norm that is not the L2 norm (penalty_step's fp32 run too).
@@ -432,6 +420,22 @@ void report(const Result& m, lab::Report& r) {
                       : m.overflow_finite ? "moved"
                                           : "moved to inf/NaN",
                       m.overflow_stepped ? "true" : "false", flags_wrong));
+}
+
+void report(const Result& m, lab::Report& r) {
+  r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
+  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
+                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("penalty = ||d loss / d weights||_2, added to the loss");
+  if (m.ctx.flip) r.note("FLIP: the penalty comes from the scaled gradients (no multiply by 1/scale)");
+  report_step0(m, r);
+  report_training(m, r);
+  report_other_answers(m, r);
+  r.takeaway(
+      "torch::autograd::grad of scaler.scale(loss) returns gradients multiplied by the scale: multiply "
+      "them by 1/scale before the penalty, then back-propagate scaler.scale(loss + penalty). update() "
+      "only sets the next scale; it never touches gradients already computed.");
+  add_checks(m, r);
 }
 
 }  // namespace
