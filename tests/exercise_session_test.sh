@@ -25,7 +25,7 @@ cmp -s "$file" "$source_dir/labs/09_gradient_accumulation/exercise.cpp" || fail 
 # The starter: it builds, the lab's checks fail, the hint for weights that never moved.
 out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^  FAIL  accumulated-equals-whole-fp32"
 expect 1 1 "$out" "hint: the weights did not move"
-expect 1 1 "$out" "^not yet: 3 of 4 checks fail"
+expect 1 1 "$out" "^not yet: 3 of 6 checks fail"
 
 # A known mistake: update() per micro-batch, named by its hint.
 cp "$source_dir/tests/exercises/09_update_per_micro_batch.cpp" "$file"
@@ -52,7 +52,7 @@ for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch2.out" && break; sl
 for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
 kill $pid 2>/dev/null
 wait $pid
-expect $? 0 "$(cat "$scratch/watch2.out")" "^exercise 09 done: all 4 checks hold"
+expect $? 0 "$(cat "$scratch/watch2.out")" "^exercise 09 done: all 6 checks hold"
 
 out=$("$amp_lab" exercise 09 --solution 2>&1); expect $? 0 "$out" "scaler.scale\(loss\).backward\(\)"
 out=$("$amp_lab" progress 2>&1); expect $? 0 "$out" "09: done.*solution seen"

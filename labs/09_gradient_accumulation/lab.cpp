@@ -15,6 +15,7 @@
 //         inside the accumulation loop): checks accumulated-equals-whole-fp32,
 //         accumulated-within-fp16-error and moving-scale-steps-match fail.
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,7 +124,15 @@ struct Result {
   std::vector<double> batch_scales;  // the scale at the start of each batch
   std::vector<double> micro_scales;  // the scale of every micro-batch (--flip: recorded by update_each)
   int skipped = 0, applied = 0;
-  double worst_applied = 0;  // worst applied update vs the fp32 whole-batch step at the same weights
+  // The worst applied update vs the fp32 whole-batch step at the same weights (NaN if any was NaN).
+  double worst_applied = 0;
+  int nonfinite = 0;  // applied updates holding inf/NaN: a step the scaler should have skipped
+  // Calls whose returned flag says otherwise than the weights: stepped but unmoved, or skipped but moved
+  // (the compared batch's and training's calls alike).
+  int flags_wrong = 0;
+  // The first training batch, at 2^24: its fp16 gradients overflow, so it must leave the weights as they
+  // were.
+  bool first_moved = false, first_finite = true;
   double final_scale = 0;
 };
 
@@ -141,6 +150,12 @@ torch::Tensor flat(const torch::nn::Sequential& m) {
 
 double rel(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).norm() / b.norm()).item<double>();
+}
+
+// The larger of two differences, NaN if either is: std::max(worst, NaN) returns worst, so a NaN update (the
+// weights sent to NaN by a step that should have been skipped) would count as perfect.
+double worse(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, b);
 }
 
 torch::optim::SGD make_opt(torch::nn::Sequential& m) {
@@ -188,18 +203,25 @@ void compare_loops(const Setup& s, bool flip, Result& r) {
       Compared& c = r.loops[k];
       std::optional<Order> order = specs[k].order;
       if (!order && flip) order = Order::StepEach;
+      // The learner's accumulate is not in the try: a GradScalerError there stops the lab with the
+      // library's message (not a loop shown as "refused" whose update, never measured, reads as 0).
       try {
         std::vector<double> scales;
         const auto upd = update_of(s, torch::kFloat, [&](auto& m, auto& opt, auto x, auto y) {
           auto scaler = compare_scaler(dev);
-          c.steps = order ? update_each(*order, m, opt, scaler, ac, x, y, &scales)
-                          : accumulate(m, opt, scaler, ac, x, y);
+          if (order) {
+            c.steps = update_each(*order, m, opt, scaler, ac, x, y, &scales);
+          } else {
+            c.steps = accumulate(m, opt, scaler, ac, x, y);
+            r.flags_wrong += (c.steps == 1) != !flat(m).equal(flat(s.start));  // stepped, yet not moved?
+          }
         });
         c.vs_whole[i] = rel(upd, whole);
         c.size_ratio = (upd.norm() / whole.norm()).item<double>();
         c.scale_changes = 0;  // the recipe: one scale for all micro-batches, update() only at the end
         for (size_t j = 1; j < scales.size(); ++j) c.scale_changes += scales[j] != scales[j - 1];
       } catch (const amp::GradScalerError& e) {
+        if (!order) throw;
         c.steps = -1;
         c.error = e.what();
       }
@@ -251,19 +273,28 @@ void train(Setup& s, bool flip, Result& r) {
     }
     const auto ref = fp32_step(model, x, y), before = flat(model);
     r.batch_scales.push_back(scaler.get_scale());
+    bool stepped = false;
     if (flip) {
-      update_each(Order::StepEach, model, opt, scaler, /*autocast=*/true, x, y, &r.micro_scales);
+      stepped =
+          update_each(Order::StepEach, model, opt, scaler, /*autocast=*/true, x, y, &r.micro_scales) > 0;
     } else {
       r.micro_scales.insert(r.micro_scales.end(), kMicro, scaler.get_scale());
-      accumulate(model, opt, scaler, /*autocast=*/true, x, y);
+      stepped = accumulate(model, opt, scaler, /*autocast=*/true, x, y);
     }
     const auto upd = flat(model) - before;
-    if (upd.abs().max().item<double>() == 0) {
+    const bool moved = !(upd.abs().max().item<double>() == 0);  // a NaN update moved the weights
+    r.flags_wrong += stepped != moved;
+    if (b == 0) {
+      r.first_moved = moved;
+      r.first_finite = upd.isfinite().all().item<bool>();
+    }
+    if (!moved) {
       ++r.skipped;
       continue;
     }
     ++r.applied;
-    r.worst_applied = std::max(r.worst_applied, rel(upd, ref));
+    r.nonfinite += !upd.isfinite().all().item<bool>();
+    r.worst_applied = worse(r.worst_applied, rel(upd, ref));
   }
   r.final_scale = scaler.get_scale();
 }
@@ -357,14 +388,36 @@ void add_checks(const Result& m, lab::Report& r) {
                   "and within {}); {} scale changes (shown)",
                   each.steps, lab::sci(each.vs_whole[0]), lab::sci(each.vs_whole[1]), both,
                   lab::sci(kMovedFactor * kFp32Tol, 1), lab::percent(kSameInBoth, 0), each.scale_changes));
+  // Fails on a step that bypasses the scaler's skip (the overflowed batches' inf/NaN applied: non-finite
+  // updates, worst NaN), on .grad never zeroed (an inf kept from a skipped batch skips every later one: none
+  // applied), and on updates that are not the whole batch's. NaN fails: `<=` is false for it.
   r.check("moving-scale-steps-match",
           "while the scale moved between batches, every applied update was the fp32 whole-batch step at the "
           "same weights, to fp16 rounding",
-          m.applied > 0 && m.worst_applied <= kFp16TolFactor * m.whole_error[1],
-          fmt::format("worst {} over {} applied batches, {} skipped (need <= {}x the whole batch's fp16 "
-                      "error, {})",
-                      lab::sci(m.worst_applied), m.applied, m.skipped, kFp16TolFactor,
-                      lab::sci(m.whole_error[1])));
+          m.applied > 0 && m.nonfinite == 0 && m.worst_applied <= kFp16TolFactor * m.whole_error[1],
+          fmt::format("worst {} over {} applied batches ({} non-finite), {} skipped{} (need <= {}x the whole "
+                      "batch's fp16 error, {})",
+                      lab::sci(m.worst_applied), m.applied, m.nonfinite, m.skipped,
+                      m.applied == 0 && m.final_scale < kInitScale
+                          ? ", every batch skipped, the scale backing off each time"
+                          : "",
+                      kFp16TolFactor, lab::sci(m.whole_error[1])));
+  // Fails on a forward that is not fp16 (autocast off, or bf16: at 2^24 their gradients do not overflow, so
+  // the batch is applied) and on a step taken past the skip (the weights sent to inf/NaN).
+  r.check(
+      "first-batch-overflows",
+      fmt::format("at the initial scale 2^{:.0f} the first batch's fp16 gradients overflow and its step is "
+                  "skipped",
+                  std::log2(kInitScale)),
+      !m.first_moved,
+      fmt::format("the first batch: {}", !m.first_moved   ? "weights unchanged (skipped)"
+                                         : m.first_finite ? "applied with finite gradients"
+                                                          : "applied, weights moved to inf/NaN"));
+  // Fails on a returned flag that is not what the step did (true whatever scaler.step() returned, or
+  // false for a step taken): the compared batch's two calls and every training batch.
+  r.check("stepped-flag-matches", "accumulate returned true exactly when the weights moved",
+          m.flags_wrong == 0,
+          fmt::format("{} of {} calls returned a flag the weights contradict", m.flags_wrong, 2 + m.batches));
 }
 
 void report_details(const Result& m, lab::Report& r) {
@@ -398,6 +451,8 @@ void report_details(const Result& m, lab::Report& r) {
             changes(m.micro_scales, kMicro, /*inside=*/true));
   r.observe("final_scale", "training: final scale", m.final_scale, "",
             fmt::format("2^{:.0f}", std::log2(m.final_scale)));
+  r.observe("nonfinite_updates", "training: applied updates holding inf/NaN", m.nonfinite);
+  r.observe("flags_wrong", "calls whose returned flag the weights contradict", m.flags_wrong);
 }
 
 void report_explained(const Result& m, lab::Report& r) {

@@ -1,0 +1,28 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 09's amp.cpp with autocast to
+// torch::kBFloat16 in place of torch::kHalf.
+//
+// expect-hint: not-fp16
+#include "amp.h"
+
+#include "amp/autocast.h"
+
+namespace lab09 {
+
+bool accumulate(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                bool autocast, const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();  // once: .grad sums all kMicro micro-batches
+  for (int64_t m = 0; m < kMicro; ++m) {
+    torch::Tensor loss;
+    {
+      amp::Autocast ac(x.device(), torch::kBFloat16, /*enabled=*/autocast);  // forward and loss only
+      // Divided by kMicro: the sum of the micro-batches' losses is the whole batch's mean.
+      loss = torch::mse_loss(model->forward(micro(x, m)), micro(y, m)) / static_cast<double>(kMicro);
+    }
+    scaler.scale(loss).backward();  // adds this micro-batch's scaled gradients to .grad, all of one scale
+  }
+  const bool stepped = scaler.step(opt);  // unscales the sum in place; skipped if it holds inf/NaN
+  scaler.update();                        // the next scale, from this step's inf check, once per batch
+  return stepped;
+}
+
+}  // namespace lab09
