@@ -266,6 +266,14 @@ TEST_CASE("the judge reads the report the lab wrote, never one the learner's cod
   CHECK(disagree.kind == runner::Verdict::LabError);
   CHECK(disagree.output.find("disagree") != std::string::npos);
 
+  // A non-finite observation is null in the JSON: no hint keyed on its range matches, and nothing throws.
+  nlohmann::json nulled = real;
+  for (auto& [key, o] : nulled["observations"].items()) o["value"] = nullptr;
+  for (auto& c : nulled["checks"]) c["passed"] = false;
+  nulled["passed"] = false;
+  CHECK(runner::verdict_from_run(e, {.report = nulled.dump(), .exit_code = 1}, declared(e)).kind ==
+        runner::Verdict::Failed);
+
   // Past its deadline a program gets no verdict from its checks, whatever it wrote.
   const runner::Verdict late = runner::verdict_from_run(
       e, {.report = real.dump(), .exit_code = 128 + SIGKILL, .deadline_s = 30}, declared(e));

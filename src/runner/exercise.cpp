@@ -40,7 +40,10 @@ bool hint_matches(const ExerciseHint& h, const nlohmann::json& report) {
     if (h.observation.empty()) return true;
     const auto& obs = report["observations"];
     if (!obs.is_object() || !obs.contains(h.observation)) return false;
-    const double v = obs[h.observation].value("value", 0.0);
+    // An inf or NaN observation is null in the JSON: in no range (and no error).
+    const auto& o = obs[h.observation];
+    if (!o.is_object() || !o.contains("value") || !o["value"].is_number()) return false;
+    const double v = o["value"].get<double>();
     return v >= h.lo && v <= h.hi;
   }
   return false;
