@@ -315,11 +315,14 @@ void report_checks(const Result& m, lab::Report& r) {
                       std::count(d.moved.begin(), d.moved.end(), true),
                       mismatch.empty() ? "the same steps" : mismatch, regrowths(d)));
   // Against the lab's own fp32 step: fails on gradients unscaled twice, or an optimizer stepped besides
-  // scaler.step (a mistake train_step would make in fp32 too, were it the reference).
+  // scaler.step (a mistake train_step would make in fp32 too, were it the reference); the steps that moved
+  // the weights tell a step never taken apart.
   r.check(
       "scaler-matches-fp32",
       fmt::format("fp16 + GradScaler reaches fp32's final loss within {}", lab::percent(kLossTolerance, 0)),
-      std::abs(ratio_scaled - 1) <= kLossTolerance, fmt::format("{:.3f}x fp32", ratio_scaled));
+      std::abs(ratio_scaled - 1) <= kLossTolerance,
+      fmt::format("{:.3f}x fp32; {} of {} steps moved the weights", ratio_scaled,
+                  std::count(m.scaled.moved.begin(), m.scaled.moved.end(), true), m.scaled.moved.size()));
   // train_step with the scaler disabled must not scale: fails on a scale of the learner's own (or none used).
   r.check("unscaled-fp16-worse",
           fmt::format("fp16 without scaling ends at least {}x above fp32's final loss", kWorseFactor),
