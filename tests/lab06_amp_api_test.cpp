@@ -1,5 +1,5 @@
 // Lab 06 (amp-api), beyond what tests/test_labs.cpp holds every lab to: the three precisions run whatever
-// --dtype says, and the flip drops exactly the fp16 resume.
+// --dtype says, the flip drops exactly the fp16 resume, and the tiny-gradient batch needs the scale.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -31,6 +31,20 @@ TEST_CASE("dropping only the scaler's state (flip): fp32 and bf16 still resume b
   CHECK(r.value("resumed_identical") == 2);  // fp32 and bf16: their scaler is disabled and has no state
   CHECK(r.value("fp16_resumed_identical") == 0);
   CHECK(check_keyed(r, "resume-bitwise").evidence == "fp32 equal, bf16 equal, fp16 differs");
+}
+
+TEST_CASE(
+    "on a batch with gradients below fp16's range, fp16 loses the steps without a scale, not with one") {
+  const auto r = run_quick_lab("amp-api", torch::kHalf, /*flip=*/false);
+  CHECK(r.value("probe_off_fp16_unscaled") >= 50.0);  // percent of the weights, the lab's own unscaled step
+  for (const char* key : {"probe_off_fp32", "probe_off_bf16", "probe_off_fp16"}) {
+    CAPTURE(key);
+    CHECK(r.value(key) <= 1.0);
+  }
+  CHECK(r.value("fp16_scaler_enabled") == 1);
+  // The logits' dtype, recorded by the MLP's last module: what autocast did in each run.
+  CHECK(check_keyed(r, "autocast-dtype").evidence == "fp32: fp32; bf16: bf16; fp16: fp16");
+  CHECK(check_keyed(r, "skips-exactly-overflows").passed);
 }
 
 TEST_CASE("a second unscale_ before update() raises Python's message") {

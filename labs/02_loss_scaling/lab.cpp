@@ -7,7 +7,8 @@
 //   1. histograms step 0's activation gradients (a float64 reference) against fp16's limits and counts
 //      the share that fp16 turns into zero: without scaling, with a fixed scale and with a GradScaler's
 //      initial scale (after the SSD histogram of Micikevicius et al. 2018),
-//   2. trains in fp32, in fp16 without scaling (the same step, the scaler disabled) and in fp16 with it,
+//   2. trains in fp32 (the lab's own step: the reference), in fp16 without scaling (train_step, the scaler
+//      disabled) and in fp16 with it,
 //   3. (after the answer) starts a GradScaler far too high: it overflows, skips exactly those steps,
 //      backs off, and grows again after growth_interval clean steps.
 // fp16 always (--dtype does not apply): loss scaling is an fp16 matter; lab 07 shows why bf16 needs none.
@@ -56,7 +57,8 @@ constexpr double kWorseFactor = 1.5;        // fp16 without scaling ends at leas
 namespace lab02 {
 
 // skips-exactly-overflows, from three records per step: what the step returned, whether its gradients held
-// an inf or NaN (isfinite, apart from the scaler) and whether any weight changed (bitwise, apart from both).
+// an inf or NaN (the lab's own backward at the step's scale, apart from the scaler and the learner's .grad)
+// and whether any weight changed (bitwise, apart from both).
 // A skipped step must leave every weight as it was and a stepped one move them. Empty when the records
 // agree, else the first step where they do not, in words.
 std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
@@ -96,13 +98,40 @@ torch::Tensor fp16_grads(const uf::Problem& p, torch::nn::MSELoss& mse, double s
 
 struct Run {
   std::vector<double> scale;     // per step, the loss scale it used (1: scaler disabled)
-  std::vector<bool> stepped;     // per step, what scaler.step() returned
-  std::vector<bool> overflowed;  // per step, checked apart from the scaler: an inf/NaN gradient
+  std::vector<bool> stepped;     // per step, what train_step() returned
+  std::vector<bool> overflowed;  // per step, the lab's own backward at that scale: an inf/NaN gradient
   std::vector<bool> moved;       // per step, checked apart from both: some weight changed (bitwise)
   double final_loss = 0;         // float64 MSE of the trained model
   int64_t skipped() const { return static_cast<int64_t>(std::count(stepped.begin(), stepped.end(), false)); }
 };
 
+// Whether the loss times `scale`, back-propagated under fp16 autocast from these weights, gives an inf or
+// NaN gradient: the lab's own verdict on a step, on a copy of the model, so it depends neither on the
+// scaler nor on the .grad the learner's step leaves behind (a step that calls zero_grad() after stepping
+// leaves none, and is right).
+bool overflows(const torch::nn::Sequential& model, const uf::Problem& p, torch::nn::MSELoss& mse,
+               double scale) {
+  torch::nn::Sequential copy = uf::copy_of(model);
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(p.x.device(), torch::kHalf);
+    loss = mse(copy->forward(p.x), p.y);
+  }
+  (loss * scale).backward();
+  return !uf::grads_finite(copy);
+}
+
+// The lab's own fp32 step, the reference the checks compare with. Not train_step in fp32: a mistake made
+// in every precision (an optimizer stepped twice, a gradient left over) would then be in the reference too.
+void fp32_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, torch::nn::MSELoss& mse,
+               const uf::Problem& p) {
+  opt.zero_grad();
+  mse(model->forward(p.x), p.y).backward();
+  opt.step();
+}
+
+// `steps` Adam steps from the problem's student: the lab's own fp32 step when `dtype` is kFloat, else the
+// learner's train_step in fp16 with a scaler of `scaling` (disabled: no scaling).
 Run train(const uf::Problem& p, torch::nn::MSELoss& mse, torch::ScalarType dtype,
           const amp::GradScalerOptions& scaling, int64_t steps) {
   torch::nn::Sequential model = uf::copy_of(p.student);
@@ -113,8 +142,15 @@ Run train(const uf::Problem& p, torch::nn::MSELoss& mse, torch::ScalarType dtype
     run.scale.push_back(scaler.get_scale());
     std::vector<torch::Tensor> before;
     for (const auto& w : model->parameters()) before.push_back(w.detach().clone());
-    run.stepped.push_back(train_step(model, opt, scaler, mse, dtype, p.x, p.y));
-    run.overflowed.push_back(!uf::grads_finite(model));  // the gradients the step left (unscaled)
+    if (dtype == torch::kFloat) {
+      fp32_step(model, opt, mse, p);
+      run.stepped.push_back(true);
+      run.overflowed.push_back(false);
+    } else {
+      // Disabled, the scaler skips nothing and there is no scale to overflow: the check is not needed.
+      run.overflowed.push_back(scaling.enabled && overflows(model, p, mse, run.scale.back()));
+      run.stepped.push_back(train_step(model, opt, scaler, mse, dtype, p.x, p.y));
+    }
     bool moved = false;
     const auto after = model->parameters();
     for (size_t i = 0; i < before.size(); ++i) moved = moved || !torch::equal(before[i], after[i].detach());
@@ -263,25 +299,31 @@ void report_checks(const Result& m, lab::Report& r) {
                       lab::percent(m.zeroed_fixed, 2), lab::percent(m.zeroed_scaler, 2),
                       lab::percent(kNearZeroShare, 0)));
   const Run& d = m.demo;
-  // Compares the step's return value with the weights themselves and the gradients with isfinite, so it
-  // fails on a step that calls opt.step() whatever the scaler found (weights move on an overflowing step),
-  // on one that skips without an overflow, and on one whose return value is not what happened
-  // (tests/lab02_loss_scaling_test.cpp feeds it such a step).
+  // Compares the step's return value with the weights themselves, and both with the lab's own overflow
+  // verdict, so it fails on a step that calls opt.step() whatever the scaler found (weights move on an
+  // overflowing step), on one that skips without an overflow (an inf left over in .grad without
+  // zero_grad()), on one whose return value is not what happened (tests/lab02_loss_scaling_test.cpp feeds
+  // it such a step), and on a scale that never backs off (a fixed scale of the learner's own).
   const std::string mismatch = skip_mismatch(d.stepped, d.overflowed, d.moved);
-  r.check(
-      "skips-exactly-overflows",
-      "the weights stood still on exactly the steps whose gradients overflowed, which step() reported "
-      "skipped, and the scale grew again",
-      d.skipped() > 0 && mismatch.empty() && regrowths(d) > 0,
-      fmt::format("{} skipped, {} overflowed (isfinite on the gradients), {} steps moved the weights; {}; "
-                  "{} regrowths",
-                  d.skipped(), std::count(d.overflowed.begin(), d.overflowed.end(), true),
-                  std::count(d.moved.begin(), d.moved.end(), true),
-                  mismatch.empty() ? "the same steps" : mismatch, regrowths(d)));
+  r.check("skips-exactly-overflows",
+          "the weights stood still on exactly the steps whose gradients overflowed, which step() reported "
+          "skipped, and the scale grew again",
+          d.skipped() > 0 && mismatch.empty() && regrowths(d) > 0,
+          fmt::format("{} skipped, {} overflowed (the lab's own backward), {} steps moved the weights; {}; "
+                      "{} regrowths",
+                      d.skipped(), std::count(d.overflowed.begin(), d.overflowed.end(), true),
+                      std::count(d.moved.begin(), d.moved.end(), true),
+                      mismatch.empty() ? "the same steps" : mismatch, regrowths(d)));
+  // Against the lab's own fp32 step: fails on gradients unscaled twice, or an optimizer stepped besides
+  // scaler.step (a mistake train_step would make in fp32 too, were it the reference); the steps that moved
+  // the weights tell a step never taken apart.
   r.check(
       "scaler-matches-fp32",
       fmt::format("fp16 + GradScaler reaches fp32's final loss within {}", lab::percent(kLossTolerance, 0)),
-      std::abs(ratio_scaled - 1) <= kLossTolerance, fmt::format("{:.3f}x fp32", ratio_scaled));
+      std::abs(ratio_scaled - 1) <= kLossTolerance,
+      fmt::format("{:.3f}x fp32; {} of {} steps moved the weights", ratio_scaled,
+                  std::count(m.scaled.moved.begin(), m.scaled.moved.end(), true), m.scaled.moved.size()));
+  // train_step with the scaler disabled must not scale: fails on a scale of the learner's own (or none used).
   r.check("unscaled-fp16-worse",
           fmt::format("fp16 without scaling ends at least {}x above fp32's final loss", kWorseFactor),
           ratio_none >= kWorseFactor, fmt::format("{:.2f}x fp32", ratio_none));

@@ -5,7 +5,11 @@
 // gradient clipping sees true gradients, step(opt), update(). The scaler is enabled for fp16 only, so for
 // fp32 and bf16 every scaler call passes through. The lab trains one seeded MLP with that step in all
 // three precisions, checkpoints model, optimizer and scaler halfway, resumes fresh objects from the file
-// and compares them with the uninterrupted run bit for bit.
+// and compares them with the uninterrupted run bit for bit. Every loss is compared with the lab's own fp32
+// step (lab_step), never with train_step in fp32. The MLP's last module records the dtype the logits came
+// out in (what autocast did); the lab's own backward says which fp16 steps overflowed; and one step on a
+// batch whose gradients are below fp16's range (the right class ahead by 14 nats) shows a scale is needed:
+// on this MLP's ordinary batches fp16 without a scaler matches fp32 to 0.01%.
 //
 // Run:  build/bin/lab06_amp_api [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (all three precisions run whatever --dtype says; on CUDA, bf16 where the GPU supports it)
@@ -16,6 +20,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +47,10 @@ constexpr double kLr = 1e-3;                               // AdamW learning rat
 constexpr double kWeightDecay = 0.01;                      // AdamW weight decay
 constexpr double kTrained = 0.7;                           // "trained": final loss below 0.7x the initial one
 constexpr double kSameTol = 0.01;                          // 16-bit within 1% of fp32, same steps applied
+constexpr double kProbeMargin = 14;        // the tiny-gradient batch: the right class ahead by 14 nats
+constexpr double kProbeOff = kLr / 4;      // a weight's step "off" fp32's: by more than a quarter of lr
+constexpr double kProbeOffMax = 0.01;      // a correct step: at most 1% of the weights off
+constexpr double kProbeUnscaledMin = 0.5;  // fp16 without a scale: at least half of them off
 
 // ---- measure: train each precision, uninterrupted and resumed from the halfway checkpoint ---------------
 
@@ -50,25 +59,41 @@ struct Precision {
   torch::ScalarType dtype;  // kFloat: no autocast
 };
 
+const char* dtype_name(torch::ScalarType t) {
+  return t == torch::kFloat ? "fp32" : t == torch::kHalf ? "fp16" : t == torch::kBFloat16 ? "bf16" : "other";
+}
+
 struct RunResult {
   std::string name;
-  bool autocast = false, scaler = false;
+  torch::ScalarType dtype = torch::kFloat;
   double final_loss = 0;   // float64 evaluation on the whole training set
-  int skipped = 0;         // steps the scaler skipped
+  int skipped = 0;         // steps that left the weights as they were
   double final_scale = 1;  // the scaler's scale at the end (1: disabled)
   bool resumed_equal = false;
-  double resumed_diff = 0;  // max |resumed - uninterrupted| over the parameters
+  double resumed_diff = 0;          // max |resumed - uninterrupted| over the parameters
+  std::set<torch::ScalarType> ran;  // the dtypes the logits came out in, over the uninterrupted run
+  double probe_off = 0;             // tiny-gradient batch: share of the weights stepped off fp32's step
+};
+
+// The fp16 run step by step: what train_step returned, what the lab's own backward at that step's scale
+// found, and whether the weights moved (bitwise). Apart from one another, so that a step that steps the
+// optimizer whatever it found, or reports what it did not do, shows.
+struct StepRecord {
+  std::vector<double> scale;  // the scaler's scale after each step
+  std::vector<bool> stepped, overflowed, moved;
 };
 
 struct Result {
   lab::Context ctx;
   int64_t steps = 0;
   double initial_loss = 0;
-  std::vector<RunResult> runs;      // fp32 first
-  std::vector<double> fp16_scales;  // the fp16 scale after each step
-  std::vector<bool> fp16_stepped;   // whether fp16's optimizer stepped, per step
+  std::vector<RunResult> runs;  // fp32 first
+  StepRecord fp16;              // the uninterrupted fp16 run
   double scale_at_checkpoint = 0;
-  double fp32_same_skips = 0;  // fp32's final loss when it skips the very steps fp16's scaler skipped
+  double reference_fp32 = 0;   // the lab's own fp32 step, every step
+  double fp32_same_skips = 0;  // ... skipping the very steps whose fp16 gradients overflowed: like for like
+  double probe_off_unscaled = 0;  // the lab's own fp16 step on the tiny-gradient batch, without a scale
+  bool fp16_scaler_enabled = false;
   std::string second_unscale_error;
 };
 
@@ -78,11 +103,25 @@ struct Data {
   torch::Tensor batch_y(int64_t step) const { return y.narrow(0, (step * kBatch) % kSamples, kBatch); }
 };
 
+// The MLP's last module: passes the logits through and records the dtype they come in, which is the dtype
+// the Linears ran in (fp16 or bf16 under autocast, fp32 without). Autocast left out, or given another dtype
+// than the step's, shows here, where a short run's losses hardly differ.
+struct LogitsDtypeImpl : torch::nn::Cloneable<LogitsDtypeImpl> {
+  void reset() override {}
+  torch::Tensor forward(const torch::Tensor& logits) {
+    ran.insert(logits.scalar_type());
+    return logits;
+  }
+  std::set<torch::ScalarType> ran;
+};
+TORCH_MODULE(LogitsDtype);
+
 torch::nn::Sequential make_mlp() {
   return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::ReLU(),
                                torch::nn::Linear(kHidden, kHidden), torch::nn::ReLU(),
-                               torch::nn::Linear(kHidden, kClasses));
+                               torch::nn::Linear(kHidden, kClasses), LogitsDtype());
 }
+constexpr size_t kOutput = 4, kLogitsDtype = 5;  // the output Linear's and the recorder's index
 
 torch::nn::Sequential copy_of(const torch::nn::Sequential& m) {
   return torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
@@ -99,38 +138,149 @@ double loss64(const torch::nn::Sequential& m, const Data& d) {
   return F::cross_entropy(m64->forward(d.x.to(torch::kDouble)), d.y).item<double>();
 }
 
-// Steps [from, to); returns how many the scaler skipped. `m`, if given, receives the scale after each step
-// and whether the optimizer stepped.
+std::vector<torch::Tensor> weights_of(const torch::nn::Sequential& m) {
+  std::vector<torch::Tensor> w;
+  for (const auto& p : m->parameters()) w.push_back(p.detach().clone());
+  return w;
+}
+
+bool weights_moved(const std::vector<torch::Tensor>& before, const torch::nn::Sequential& m) {
+  const auto after = m->parameters();
+  for (size_t i = 0; i < before.size(); ++i)
+    if (!torch::equal(before[i], after[i].detach())) return true;
+  return false;
+}
+
+// ---- the lab's own step: every comparison a check makes is with it, never with train_step in another
+// precision (a mistake made in every precision would be in the reference too) ----
+
+// Backward from the loss times `scale`, under autocast in `dtype` (kFloat: none), the gradients divided by
+// the scale again in fp32. False when a gradient is inf/NaN.
+bool backward_unscaled(torch::nn::Sequential& model, torch::ScalarType dtype, double scale,
+                       const torch::Tensor& x, const torch::Tensor& y) {
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);
+    loss = F::cross_entropy(model->forward(x), y);
+  }
+  (loss * scale).backward();
+  torch::NoGradGuard no_grad;
+  bool finite = true;
+  for (auto& w : model->parameters()) {
+    w.grad().div_(scale);
+    finite = finite && torch::isfinite(w.grad()).all().item<bool>();
+  }
+  return finite;
+}
+
+// The lab's step: backward_unscaled, clipped to kClipNorm, AdamW; skipped on an inf/NaN gradient.
+void lab_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, torch::ScalarType dtype,
+              double scale, const torch::Tensor& x, const torch::Tensor& y) {
+  opt.zero_grad();
+  if (!backward_unscaled(model, dtype, scale, x, y)) return;
+  torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
+  opt.step();
+}
+
+// Whether fp16's gradients overflow at `scale` from these weights: the lab's own verdict on a step, on a
+// copy, so it depends neither on the scaler nor on the .grad the learner's step leaves behind.
+bool overflows(const torch::nn::Sequential& model, double scale, const torch::Tensor& x,
+               const torch::Tensor& y) {
+  torch::nn::Sequential copy = copy_of(model);
+  return !backward_unscaled(copy, torch::kHalf, scale, x, y);
+}
+
+// The lab's fp32 run from `start`: every step, or all but those `skip` marks.
+double reference_run(const torch::nn::Sequential& start, const Data& d, int64_t steps,
+                     const std::vector<bool>* skip = nullptr) {
+  torch::nn::Sequential f = copy_of(start);
+  auto opt = make_opt(f);
+  for (int64_t s = 0; s < steps; ++s)
+    if (!skip || !(*skip)[static_cast<size_t>(s)])
+      lab_step(f, opt, torch::kFloat, 1.0, d.batch_x(s), d.batch_y(s));
+  return loss64(f, d);
+}
+
+// ---- the tiny-gradient batch ----
+
+// One batch that the model already gets right by kProbeMargin nats (its output bias raised by that much for
+// class 0, every label class 0): the loss is ~1e-5 and most gradients ~1e-7 or less, below fp16's smallest
+// subnormal (2^-24, 6e-8) unless the loss is scaled. Adam's first step hardly depends on the gradients'
+// size, so fp32 moves nearly every weight by about lr: a step that lets them underflow leaves them still.
+struct Probe {
+  torch::nn::Sequential model;
+  torch::Tensor x, y;
+};
+
+Probe make_probe(const torch::nn::Sequential& start, const Data& d) {
+  Probe p{.model = copy_of(start), .x = d.batch_x(0), .y = torch::zeros_like(d.batch_y(0))};
+  torch::NoGradGuard no_grad;
+  p.model->ptr<torch::nn::LinearImpl>(kOutput)->bias[0] += kProbeMargin;
+  return p;
+}
+
+// The change one step makes to the probe model's weights: `step` is handed a fresh copy and its optimizer.
+template <typename Step>
+std::vector<torch::Tensor> probe_update(const Probe& p, Step&& step) {
+  torch::nn::Sequential m = copy_of(p.model);
+  auto opt = make_opt(m);
+  step(m, opt);
+  std::vector<torch::Tensor> update;
+  const auto before = p.model->parameters(), after = m->parameters();
+  for (size_t i = 0; i < after.size(); ++i) update.push_back(after[i].detach() - before[i].detach());
+  return update;
+}
+
+// The share of weights whose update is off the reference's by more than kProbeOff; NaN counts as off.
+double off_share(const std::vector<torch::Tensor>& update, const std::vector<torch::Tensor>& reference) {
+  int64_t off = 0, all = 0;
+  for (size_t i = 0; i < update.size(); ++i) {
+    off += torch::logical_not((update[i] - reference[i]).abs() <= kProbeOff).sum().item<int64_t>();
+    all += update[i].numel();
+  }
+  return static_cast<double>(off) / static_cast<double>(all);
+}
+
+// Steps [from, to) with the learner's train_step; returns how many left the weights as they were. `record`,
+// if given, receives each step's record (with the lab's own overflow verdict).
 int train(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
-          torch::ScalarType dtype, const Data& d, int64_t from, int64_t to, Result* m = nullptr) {
+          torch::ScalarType dtype, const Data& d, int64_t from, int64_t to, StepRecord* record = nullptr) {
   int skipped = 0;
   for (int64_t s = from; s < to; ++s) {
+    const auto before = weights_of(model);
+    const bool overflowed = record && overflows(model, scaler.get_scale(), d.batch_x(s), d.batch_y(s));
     const bool stepped = train_step(model, opt, scaler, dtype, d.batch_x(s), d.batch_y(s));
-    skipped += !stepped;
-    if (m) {
-      m->fp16_scales.push_back(scaler.get_scale());
-      m->fp16_stepped.push_back(stepped);
+    const bool moved = weights_moved(before, model);
+    skipped += !moved;
+    if (record) {
+      record->scale.push_back(scaler.get_scale());
+      record->stepped.push_back(stepped);
+      record->overflowed.push_back(overflowed);
+      record->moved.push_back(moved);
     }
   }
   return skipped;
 }
 
 // One precision: the uninterrupted run (checkpointed halfway, read-only), then a run of fresh objects
-// resumed from that checkpoint. Flipped, the scaler's saved state goes into a scaler that is thrown away.
+// resumed from that checkpoint, then one step on the tiny-gradient batch. Flipped, the scaler's saved state
+// goes into a scaler that is thrown away.
 RunResult run_precision(const Precision& p, const torch::nn::Sequential& start, const Data& d, int64_t steps,
-                        const std::string& ckpt, bool flip, Result& m) {
+                        const std::string& ckpt, const Probe& probe,
+                        const std::vector<torch::Tensor>& probe_ref, bool flip, Result& m) {
   const torch::Device dev = d.x.device();
-  RunResult run{.name = p.name, .autocast = p.dtype != torch::kFloat, .scaler = p.dtype == torch::kHalf};
+  RunResult run{.name = p.name, .dtype = p.dtype};
   torch::nn::Sequential a = copy_of(start);
   auto opt_a = make_opt(a);
   auto scaler_a = make_scaler(dev, p.dtype);
-  Result* record = p.dtype == torch::kHalf ? &m : nullptr;
+  StepRecord* record = p.dtype == torch::kHalf ? &m.fp16 : nullptr;
   run.skipped = train(a, opt_a, scaler_a, p.dtype, d, 0, steps / 2, record);
   save(ckpt, a, opt_a, scaler_a);
   if (p.dtype == torch::kHalf) m.scale_at_checkpoint = scaler_a.get_scale();
   run.skipped += train(a, opt_a, scaler_a, p.dtype, d, steps / 2, steps, record);
   run.final_loss = loss64(a, d);
   run.final_scale = scaler_a.get_scale();
+  run.ran = a->ptr<LogitsDtypeImpl>(kLogitsDtype)->ran;
 
   torch::nn::Sequential c = make_mlp();  // fresh random weights: only the checkpoint can make it equal
   c->to(dev);
@@ -140,6 +290,13 @@ RunResult run_precision(const Precision& p, const torch::nn::Sequential& start, 
   std::filesystem::remove(ckpt);
   train(c, opt_c, scaler_c, p.dtype, d, steps / 2, steps);
   run.resumed_equal = lab::parameters_equal(*a, *c, &run.resumed_diff);
+
+  run.probe_off = off_share(probe_update(probe,
+                                         [&](torch::nn::Sequential& model, torch::optim::Optimizer& opt) {
+                                           auto scaler = make_scaler(dev, p.dtype);
+                                           train_step(model, opt, scaler, p.dtype, probe.x, probe.y);
+                                         }),
+                            probe_ref);
   return run;
 }
 
@@ -194,22 +351,29 @@ Result measure(const lab::Context& ctx) {
     d.y = teacher->forward(d.x).argmax(/*dim=*/1);
   }
   m.initial_loss = loss64(start, d);
+  const Probe probe = make_probe(start, d);
+  const auto probe_ref = probe_update(probe, [&](torch::nn::Sequential& model, torch::optim::Optimizer& opt) {
+    lab_step(model, opt, torch::kFloat, 1.0, probe.x, probe.y);
+  });
+  m.probe_off_unscaled =
+      off_share(probe_update(probe,
+                             [&](torch::nn::Sequential& model, torch::optim::Optimizer& opt) {
+                               lab_step(model, opt, torch::kHalf, 1.0, probe.x, probe.y);
+                             }),
+                probe_ref);
+  m.fp16_scaler_enabled = make_scaler(ctx.device, torch::kHalf).is_enabled();
   const FileSizeLimitAsError file_size_limit;
   const lab::ScratchFile ckpt("amp_lab_06", ".pt");  // in a private folder, removed however the lab ends
-  // fp16 first, so that an fp32 run can then skip the very steps fp16's scaler skipped: like for like.
-  const RunResult fp16 = run_precision({"fp16", torch::kHalf}, start, d, m.steps, ckpt, ctx.flip, m);
-  {
-    torch::nn::Sequential f = copy_of(start);
-    auto opt = make_opt(f);
-    auto scaler = make_scaler(ctx.device, torch::kFloat);
-    for (int64_t s = 0; s < m.steps; ++s)
-      if (m.fp16_stepped[static_cast<size_t>(s)])
-        train_step(f, opt, scaler, torch::kFloat, d.batch_x(s), d.batch_y(s));
-    m.fp32_same_skips = loss64(f, d);
-  }
-  m.runs.push_back(run_precision({"fp32", torch::kFloat}, start, d, m.steps, ckpt, ctx.flip, m));
+  // fp16 first, so that the lab's fp32 run can then skip the very steps whose fp16 gradients overflowed.
+  const RunResult fp16 =
+      run_precision({"fp16", torch::kHalf}, start, d, m.steps, ckpt, probe, probe_ref, ctx.flip, m);
+  m.reference_fp32 = reference_run(start, d, m.steps);
+  m.fp32_same_skips = reference_run(start, d, m.steps, &m.fp16.overflowed);
+  m.runs.push_back(
+      run_precision({"fp32", torch::kFloat}, start, d, m.steps, ckpt, probe, probe_ref, ctx.flip, m));
   if (!ctx.cuda() || amp::cuda_supports_bf16())
-    m.runs.push_back(run_precision({"bf16", torch::kBFloat16}, start, d, m.steps, ckpt, ctx.flip, m));
+    m.runs.push_back(
+        run_precision({"bf16", torch::kBFloat16}, start, d, m.steps, ckpt, probe, probe_ref, ctx.flip, m));
   m.runs.push_back(fp16);
   m.second_unscale_error = second_unscale_error(start, d);
   return m;
@@ -219,6 +383,22 @@ Result measure(const lab::Context& ctx) {
 
 double gap(double a, double b) {
   return std::abs(a / b - 1.0);
+}
+
+// std::max drops a NaN (max(x, NaN) is x): this keeps it, so a run whose loss is NaN is the worst.
+double max_keeping_nan(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b);
+}
+
+// The fp32 loss a run is compared with: the lab's own fp32 step, for fp16 skipping the steps it overflowed.
+double reference_for(const Result& m, const RunResult& run) {
+  return run.dtype == torch::kHalf ? m.fp32_same_skips : m.reference_fp32;
+}
+
+std::string ran_in(const RunResult& run) {
+  std::string s;
+  for (const auto t : run.ran) s += fmt::format("{}{}", s.empty() ? "" : "+", dtype_name(t));
+  return s.empty() ? "(no forward)" : s;
 }
 
 // What the learner sees before answering: the runs, their losses and the fp16 scale.
@@ -233,13 +413,15 @@ void report_runs(const Result& m, lab::Report& r) {
       fmt::format("fp16's loss scale starts at 2^16 and doubles after {} clean steps (PyTorch's default is "
                   "2000), so it keeps reaching overflow",
                   kGrowthInterval));
-  auto& t = r.table("", {"run", "final loss", "vs fp32", "steps applied", "resumed == uninterrupted"});
+  auto& t = r.table(
+      "", {"run", "Linears ran in", "final loss", "vs fp32", "steps applied", "resumed == uninterrupted"});
   double worst = 0;
   int identical = 0;
   for (const RunResult& run : m.runs) {
-    worst = std::max(worst, gap(run.final_loss, fp32.final_loss));
+    if (run.dtype != torch::kFloat) worst = max_keeping_nan(worst, gap(run.final_loss, m.reference_fp32));
     identical += run.resumed_equal;
-    t.row({run.name, lab::sci(run.final_loss), fmt::format("{:.4f}x", run.final_loss / fp32.final_loss),
+    t.row({run.name, ran_in(run), lab::sci(run.final_loss),
+           fmt::format("{:.4f}x", run.final_loss / fp32.final_loss),
            fmt::format("{} of {}", m.steps - run.skipped, m.steps),
            run.resumed_equal ? "bitwise" : fmt::format("no, max diff {}", lab::sci(run.resumed_diff))});
   }
@@ -252,7 +434,7 @@ void report_runs(const Result& m, lab::Report& r) {
   r.observe("resumed_identical", "runs whose resume was bitwise identical", identical, "",
             fmt::format("{} of {}", identical, m.runs.size()));
   r.observe("fp16_resumed_identical", "fp16 resume bitwise identical (1 = yes)", fp16.resumed_equal);
-  const auto [sampled, every] = lab::every_kth(m.fp16_scales, /*max_points=*/60);
+  const auto [sampled, every] = lab::every_kth(m.fp16.scale, /*max_points=*/60);
   r.chart(
       lab::sparkline(fmt::format("fp16 loss scale over the uninterrupted run (every {} steps, log2)", every),
                      sampled, /*log2_scale=*/true));
@@ -260,6 +442,16 @@ void report_runs(const Result& m, lab::Report& r) {
 
 // After the answer: the Python names beside the C++ ones (they are option b's), the scaler's state.
 void report_api(const Result& m, lab::Report& r) {
+  r.detail_section(fmt::format("One step on a batch with tiny gradients (the right class ahead by {:g} nats)",
+                               kProbeMargin));
+  r.note(fmt::format("share of the weights whose step is off the lab's fp32 step by more than lr/4 ({})",
+                     lab::sci(kProbeOff)));
+  r.observe("probe_off_fp16_unscaled", "fp16, the lab's step without a loss scale",
+            100 * m.probe_off_unscaled, "%");
+  for (const RunResult& run : m.runs)
+    r.observe(fmt::format("probe_off_{}", run.name), fmt::format("{}, train_step", run.name),
+              100 * run.probe_off, "%");
+  r.observe("fp16_scaler_enabled", "make_scaler(fp16) is enabled (1 = yes)", m.fp16_scaler_enabled);
   r.detail_section("The step in Python and in C++");
   r.table("", {"Python (torch.amp)", "C++ (amp-lab)"})
       .row({"torch.amp.autocast(\"cuda\", dtype=...)", "amp::Autocast ac(torch::kCUDA, dtype)"})
@@ -280,34 +472,84 @@ void report_api(const Result& m, lab::Report& r) {
       "torch.amp.GradScaler(\"cuda\")");
 }
 
+// skips-exactly-overflows, from the fp16 run's records: a step must leave the weights still exactly when the
+// lab's own backward at its scale overflowed, and train_step return whether they moved. Empty when the
+// records agree, else the first step where they do not, in words (lab 02 words it the same).
+std::string skip_mismatch(const StepRecord& rec) {
+  for (size_t i = 0; i < rec.stepped.size(); ++i) {
+    if (rec.moved[i] == rec.overflowed[i])
+      return fmt::format("step {}: gradients {}, weights {}", i, rec.overflowed[i] ? "overflowed" : "finite",
+                         rec.moved[i] ? "moved" : "unchanged");
+    if (rec.stepped[i] != rec.moved[i])
+      return fmt::format("step {}: step() returned {} and the weights {}", i,
+                         rec.stepped[i] ? "true" : "false", rec.moved[i] ? "moved" : "did not move");
+  }
+  return "";
+}
+
 void report_checks(const Result& m, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
-  bool trained = true;
+  bool trained = true, dtypes_right = true, kept = m.probe_off_unscaled >= kProbeUnscaledMin;
   int identical = 0;
-  std::string per_run;
+  std::string per_run, ran, off, gaps, probe;
   for (const RunResult& run : m.runs) {
     trained = trained && run.final_loss < kTrained * m.initial_loss;
     identical += run.resumed_equal;
     per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name,
                            run.resumed_equal ? "equal" : "differs");
+    const bool right = run.ran == std::set<torch::ScalarType>{run.dtype};
+    dtypes_right = dtypes_right && right;
+    ran += fmt::format("{}{}: {}{}", ran.empty() ? "" : "; ", run.name, ran_in(run),
+                       right ? "" : fmt::format(" (not {})", dtype_name(run.dtype)));
+    const double g = gap(run.final_loss, reference_for(m, run));
+    if (!(g <= kSameTol)) off += fmt::format("{}{}", off.empty() ? "" : ", ", run.name);  // NaN is off
+    gaps += fmt::format("{}{} {}", gaps.empty() ? "" : ", ", run.name, lab::percent(g, 2));
+    kept = kept && run.probe_off <= kProbeOffMax;  // NaN fails
+    probe += fmt::format("{}{} {}", probe.empty() ? "" : ", ", run.name, lab::percent(run.probe_off, 1));
   }
-  const double bf16_gap = m.runs.size() == 3 ? gap(m.runs[1].final_loss, fp32.final_loss) : 0.0;
-  const double fp16_like_for_like = gap(fp16.final_loss, m.fp32_same_skips);
   r.check("every-precision-trains",
           fmt::format("every precision trains: final loss below {}x the initial", kTrained),
           trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),
           fmt::format("initial {}; final fp32 {}, fp16 {}", lab::sci(m.initial_loss),
                       lab::sci(fp32.final_loss), lab::sci(fp16.final_loss)));
-  r.check("same-step-same-loss",
-          fmt::format(
-              "the same step gives the same loss in 16 bits: within {} of fp32 given the same applied steps",
-              lab::percent(kSameTol, 0)),
-          bf16_gap <= kSameTol && fp16_like_for_like <= kSameTol,
-          fmt::format(
-              "bf16 {} of fp32; fp16 {} of an fp32 run that skipped the same {} steps (of plain fp32: {})",
-              lab::percent(bf16_gap, 2), lab::percent(fp16_like_for_like, 2), fp16.skipped,
-              lab::percent(gap(fp16.final_loss, fp32.final_loss), 2)));
+  // Read from the logits' dtype (LogitsDtype): fails on a step without autocast, or with a dtype of its own
+  // (always fp16, the device's default bf16) where the run's is meant.
+  r.check("autocast-dtype",
+          "each run's Linears ran in its own precision: fp32 without autocast, bf16 and fp16 under autocast",
+          dtypes_right, ran);
+  // Against the lab's own fp32 step (fp16's skipping the steps whose gradients overflowed): fails on a
+  // clip before unscale_ (fp16 only), or on a step wrong in every precision (zero_grad() left out).
+  r.check(
+      "same-step-same-loss",
+      fmt::format("the same step gives the same loss in every precision: within {} of the lab's fp32 step, "
+                  "given the same applied steps",
+                  lab::percent(kSameTol, 0)),
+      off.empty(),
+      fmt::format("{}{} (fp16 against the lab's fp32 skipping the same {} steps; of plain fp32: {})",
+                  off.empty() ? "" : "off: " + off + "; ", gaps, fp16.skipped,
+                  lab::percent(gap(fp16.final_loss, m.reference_fp32), 2)));
+  // The fp16 run's records against one another: fails on opt.step() called whatever the scaler found (the
+  // weights move on an overflowing step) and on a return value that is not what the step did.
+  const std::string mismatch = skip_mismatch(m.fp16);
+  const auto overflowed = std::count(m.fp16.overflowed.begin(), m.fp16.overflowed.end(), true);
+  r.check("skips-exactly-overflows",
+          "fp16's weights stood still on exactly the steps whose gradients overflowed, which train_step "
+          "reported skipped",
+          overflowed > 0 && mismatch.empty(),
+          fmt::format("{} overflowed (the lab's own backward), {} left the weights still; {}", overflowed,
+                      fp16.skipped, mismatch.empty() ? "the same steps" : mismatch));
+  // One step on gradients below fp16's range: fails on a scaler never enabled or never used (the loss not
+  // scaled), and on bf16 computed in fp16; the lab's own unscaled fp16 step must lose them, or the batch
+  // proves nothing.
+  r.check(
+      "tiny-gradients-kept",
+      fmt::format("on a batch whose gradients are below fp16's range, every precision's step matches fp32's "
+                  "(at most {} of the weights off), where fp16 without a scale loses them",
+                  lab::percent(kProbeOffMax, 0)),
+      kept,
+      fmt::format("weights off fp32's step: {}; the lab's fp16 step without a scale: {} (need >= {})", probe,
+                  lab::percent(m.probe_off_unscaled, 1), lab::percent(kProbeUnscaledMin, 0)));
   r.check("resume-bitwise",
           "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in "
           "every precision",
