@@ -18,7 +18,7 @@ void backward(torch::nn::Linear& m0, torch::nn::Linear& m1, amp::GradScaler& sca
     loss1 = torch::mse_loss(3 * out0 - 5 * out1, y);  // gradients into both models
   }
   scaler0.scale(loss0).backward(/*gradient=*/{}, /*retain_graph=*/true);  // the graphs share out0 and out1
-  scaler0.scale(loss1).backward();  // scaler0 again, not scaler1
+  scaler0.scale(loss1).backward();                                        // scaler0 again, not scaler1
 }
 
 Stepped step_recipe(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1, amp::GradScaler& scaler) {
