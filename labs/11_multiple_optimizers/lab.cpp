@@ -142,6 +142,40 @@ double factor_of(const torch::Tensor& applied, const torch::Tensor& correct) {
   return lo == hi ? lo : kNaN;
 }
 
+// The gradients backward() left against scale0 x the lab's fp32 gradients of loss0 + scale1 x those of
+// loss1, worst model: catches a loss not scaled, or scaled by the other loss's scaler (seen once the two
+// scalers' scales part). Gradients that overflowed are the skip's to handle (and the other checks'), not a
+// value to compare: 0.
+double backward_error(const torch::Tensor (&scaled)[2], const Grads& g, const double (&scale)[2]) {
+  if (!torch::isfinite(scaled[0]).all().item<bool>() || !torch::isfinite(scaled[1]).all().item<bool>())
+    return 0;
+  double worst = 0;
+  for (int k = 0; k < 2; ++k)
+    worst = worst_of(worst, rel(scaled[k], scale[0] * g[0][k] + scale[1] * g[1][k]));
+  return worst;
+}
+
+// What optimizer k's step did, read from its model's weights (SGD, no momentum: the applied gradient is the
+// change / lr), not from .grad, which a step may zero, nor from the flag it returns.
+void record_step(StepRecord& rec, int k, const torch::nn::Linear& m, const torch::Tensor& w_before,
+                 const torch::Tensor& scaled, const torch::Tensor& fp32, bool at_inf, Loop loop) {
+  const torch::Tensor applied = (w_before - flat_weights(m)) / kLr;
+  rec.moved[k] = !applied.eq(0).all().item<bool>();  // a NaN in the weights counts as moved
+  // At its model's inf the right step applies nothing; at any other step fp32's gradients (a skip there
+  // applied 0: error 1).
+  if (at_inf) {
+    rec.error[k] = rec.moved[k] ? std::numeric_limits<double>::infinity() : 0.0;
+    return;
+  }
+  rec.error[k] = rel(applied, fp32);
+  if (!rec.moved[k]) return;
+  // The factor from .grad, unscaled in place by step(): exact, where the weights' change is rounded. A
+  // scaler per optimizer mixes two scales in one .grad: no single correct factor to compare with.
+  rec.factor[k] = loop == Loop::PerScaler || !m->weight.grad().defined()
+                      ? kNaN
+                      : factor_of(flat_grads(m), scaled / rec.scale_loss[k]);
+}
+
 LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torch::Tensor& init1,
               const torch::Tensor& teacher, int64_t steps) {
   const torch::Device dev = teacher.device();
@@ -170,13 +204,7 @@ LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torc
     o1.zero_grad();
     backward(m0, m1, scaler0, s1, x, y);
     torch::Tensor before[2] = {flat_grads(m0), flat_grads(m1)};  // scaled, as backward left them
-    // A loss not scaled, or scaled by the other loss's scaler (seen once the two scalers' scales part).
-    // Gradients that overflowed are the skip's to handle (and the other checks'), not a value to compare.
-    const bool overflowed =
-        !torch::isfinite(before[0]).all().item<bool>() || !torch::isfinite(before[1]).all().item<bool>();
-    for (int k = 0; k < 2 && !overflowed; ++k)
-      rec.backward_error = worst_of(
-          rec.backward_error, rel(before[k], rec.scale_loss[0] * g[0][k] + rec.scale_loss[1] * g[1][k]));
+    rec.backward_error = backward_error(before, g, rec.scale_loss);
     for (int k = 0; k < 2; ++k) {
       if (step != r.inject_at[k]) continue;
       (k == 0 ? m0 : m1)->weight.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
@@ -192,27 +220,9 @@ LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torc
       run.error = e.what();
       break;
     }
-    // What the step did, read from the weights (SGD, no momentum: the applied gradient is the change / lr),
-    // not from .grad, which a step may zero, nor from the flag it returns.
-    const torch::Tensor applied[2] = {(w_before[0] - flat_weights(m0)) / kLr,
-                                      (w_before[1] - flat_weights(m1)) / kLr};
-    for (int k = 0; k < 2; ++k) {
-      rec.moved[k] = !applied[k].eq(0).all().item<bool>();  // a NaN in the weights counts as moved
-      // At its model's inf the right step applies nothing; at any other step fp32's gradients (a skip
-      // there applied 0: error 1).
-      if (step == r.inject_at[k]) {
-        rec.error[k] = rec.moved[k] ? std::numeric_limits<double>::infinity() : 0.0;
-        continue;
-      }
-      rec.error[k] = rel(applied[k], g[0][k] + g[1][k]);
-      if (!rec.moved[k]) continue;
-      // The factor from .grad, unscaled in place by step(): exact, where the weights' change is rounded.
-      // A scaler per optimizer mixes two scales in one .grad: no single correct factor to compare with.
-      const auto& m = k == 0 ? m0 : m1;
-      rec.factor[k] = loop == Loop::PerScaler || !m->weight.grad().defined()
-                          ? kNaN
-                          : factor_of(flat_grads(m), before[k] / rec.scale_loss[k]);
-    }
+    for (int k = 0; k < 2; ++k)
+      record_step(rec, k, k == 0 ? m0 : m1, w_before[k], before[k], g[0][k] + g[1][k], step == r.inject_at[k],
+                  loop);
     run.steps.push_back(rec);
   }
   run.final_scale[0] = scaler0.get_scale();
@@ -460,6 +470,8 @@ void add_checks(const Result& m, lab::Report& r) {
                   "{} by half at an inf (infs at steps {} and {})",
                   s.skipped[0], s.skipped[1], s.skips_missed, s.backoffs, s.halved_at_inf, m.inject_at[0],
                   m.inject_at[1]));
+  // The lab's own loop, not the learner's steps (it runs the learner's backward): shows that update() between
+  // the steps mis-unscales silently; it fails when backward() leaves gradients of another scale.
   const double at_inf = r.value("two_updates_factor_inf"), smallest = r.value("two_updates_factor_growth");
   r.check("two-updates-misunscale",
           "with update() after each step, optimizer 1's gradients were applied silently at the wrong size "

@@ -20,7 +20,9 @@
 // one or fp16's overflow do not); MatMulAutocast's gradients against float64 with forward under autocast
 // and backward outside it, and with forward outside autocast and backward inside an fp16 autocast region
 // (CustomBwd keeps forward's state, autocast off: fp32, within 1e-5; without it mm runs in fp16); and the
-// dtype of MatMulAutocast's output (fp16 under autocast: it follows autocast, no cast_inputs).
+// dtype of MatMulAutocast's output (fp16 under autocast: it follows autocast, no cast_inputs). A missing
+// CustomBwd in RowNormFp32 is not checked: its backward (mul, div) holds no op autocast casts, so it computes
+// alike in any autocast state.
 // --flip: the guarded runs take the functions without guards (RowNormPlain, MatMulPlain below): checks
 //         cast-inputs-matches-fp64, custom-bwd-mixed-dtypes and custom-bwd-forward-state fail.
 #include <algorithm>
