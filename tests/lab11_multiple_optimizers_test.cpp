@@ -15,11 +15,14 @@ lab::Report run_quick(bool flip) {
 
 }  // namespace
 
-TEST_CASE("one update: the inf skips optimizer 0 once and halves the scale once") {
+TEST_CASE("one update: each model's inf skips its own optimizer once and halves the scale once") {
   const lab::Report r = run_quick(/*flip=*/false);
-  CHECK(r.value("skipped_opt0") == 1);
+  CHECK(r.value("skipped_opt0") == 1);  // at model 0's inf
   CHECK(r.value("skipped_opt1") == 0);
-  CHECK(r.value("backoffs") == 1);
+  CHECK(r.value("skips_total") == 2);  // and optimizer 1 at model 1's
+  CHECK(r.value("skips_missed") == 0);
+  CHECK(r.value("flags_wrong") == 0);
+  CHECK(r.value("backoffs") == 2);
   CHECK(r.value("scale_after") == doctest::Approx(0.5 * r.value("scale_before")));
   CHECK(r.value("grad_error_after_m1") <= 0.02);
 }

@@ -3,8 +3,9 @@
 //
 // Write backward() and step_recipe(). Each loss mixes both models' outputs, so each sends gradients into
 // both models. The lab (labs/11_multiple_optimizers/lab.cpp) runs your code for 12 steps and, at one of
-// them, writes an inf into model 0's gradients, as an overflow would: only optimizer 0 may skip that step,
-// the scale must back off once, and both models' applied gradients must stay equal to fp32's.
+// them, writes an inf into model 0's gradients, as an overflow would, and at a later one into model 1's:
+// only that model's optimizer may skip that step, the scale must back off once each time, the flags you
+// return must say what each optimizer did, and both models' applied gradients must equal fp32's.
 //
 //   amp-lab check 11    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 11    the same on every save, until every check holds

@@ -4,11 +4,13 @@
 // Two models read the same input; two losses mix both outputs (loss0 = mse(2 out0 + 3 out1), loss1 =
 // mse(3 out0 - 5 out1)), so each loss sends gradients into both models. The recipe scales each loss with
 // the one scaler, gives each optimizer its own scaler.step(), and calls update() once per step of training.
-// At one step the lab writes an inf into model 0's gradients, as an overflow would, and runs three loops
-// on the same data: the recipe; update() after each optimizer's step (Python accepts it); and a scaler per
-// optimizer. For each it records which optimizer skipped, how the scale backed off and grew, the factor
-// between the gradients each optimizer applied and the correctly unscaled ones, and how far the applied
-// gradients are from fp32's.
+// At one step the lab writes an inf into model 0's gradients, as an overflow would, and at a later one into
+// model 1's, and runs three loops on the same data: the recipe; update() after each optimizer's step
+// (Python accepts it); and a scaler per optimizer. For each it records which optimizer skipped (read from
+// its weights, beside the flag step_recipe returns), how the scale backed off and grew, the factor between
+// the gradients each optimizer applied and the correctly unscaled ones, how far the applied gradients (the
+// weights' change / lr) are from fp32's, and how far the gradients backward() left are from scale0 x fp32's
+// of loss0 + scale1 x fp32's of loss1 (the lab's own fp32 gradients of each loss).
 //
 // Run:  build/bin/lab11_multiple_optimizers [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16 whatever --dtype says: the type a GradScaler exists for)
@@ -34,11 +36,12 @@ namespace {
 
 constexpr int64_t kIn = 16, kOut = 4;   // each model: one Linear layer
 constexpr int64_t kBatch = 32;          // a fresh batch every step
-constexpr int64_t kSteps = 12;          // SGD steps per loop, an inf written in at step kSteps / 3
+constexpr int64_t kSteps = 12;          // SGD steps per loop, infs written in at steps kSteps/3, 2 kSteps/3
 constexpr double kLr = 0.01;            // SGD learning rate, both optimizers
 constexpr double kInitScale = 1024;     // low enough that nothing overflows by itself, even grown 16x
 constexpr int64_t kGrowthInterval = 4;  // the scale doubles after 4 clean updates (PyTorch: 2000)
-constexpr double kGradTol = 0.02;       // unscaled fp16 gradients within 2% (relative norm) of fp32's
+constexpr double kGradTol = 0.02;       // fp16 gradients within 2% (relative norm) of fp32's
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using namespace lab11;
 
@@ -71,10 +74,12 @@ Stepped step_per_scaler(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1
 enum class Loop { Recipe, UpdateEach, PerScaler };
 
 struct StepRecord {
-  double scale_loss[2];  // the scale each loss was multiplied by
-  Stepped stepped;
+  double scale_loss[2];       // the scale each loss was multiplied by
+  Stepped stepped;            // what the step function returned
+  Stepped moved;              // whether each model's weights changed: what the step did
   double factor[2] = {1, 1};  // applied gradients / correctly unscaled ones, per optimizer (one scaler only)
-  double error[2] = {0, 0};   // applied gradients vs fp32's, relative; 0 where the optimizer skipped
+  double error[2] = {0, 0};  // applied gradients (weight change / lr) vs fp32's, relative (0 at a right skip)
+  double backward_error = 0;  // the gradients backward() left vs the lab's scaled fp32 ones, worst model
 };
 
 struct LoopRun {
@@ -86,7 +91,7 @@ struct LoopRun {
 
 struct Result {
   lab::Context ctx;
-  int64_t inject_at = 0;
+  int64_t inject_at[2] = {0, 0};          // the step whose model-k gradients get an inf
   LoopRun main, update_each, per_scaler;  // main: the recipe (--flip: a scaler per optimizer)
   std::string update_alone_error;         // update() with no unscale_/step since the last one
 };
@@ -96,18 +101,37 @@ torch::Tensor flat_grads(const torch::nn::Linear& m) {
       .to(torch::kDouble);
 }
 
+torch::Tensor flat_weights(const torch::nn::Linear& m) {
+  return torch::cat({m->weight.detach().flatten(), m->bias.detach().flatten()}).to(torch::kDouble);
+}
+
+// Relative error; NaN or inf when either side holds one (an inf that reached the weights).
 double rel(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).norm() / b.norm()).item<double>();
 }
 
-// fp32 gradients of loss0 + loss1 for both models at their current weights (no autocast, no scaler).
-std::array<torch::Tensor, 2> fp32_grads(const torch::nn::Linear& m0, const torch::nn::Linear& m1,
-                                        const torch::Tensor& x, const torch::Tensor& y) {
-  auto a = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m0->clone());
-  auto b = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m1->clone());
-  const auto out0 = a->forward(x), out1 = b->forward(x);
-  (torch::mse_loss(2 * out0 + 3 * out1, y) + torch::mse_loss(3 * out0 - 5 * out1, y)).backward();
-  return {flat_grads(torch::nn::Linear(a)), flat_grads(torch::nn::Linear(b))};
+// The larger of two errors, NaN when either is (std::max(worst, NaN) would drop it and report a pass).
+double worst_of(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+}
+
+// fp32 gradients of loss0 and of loss1, each alone, for both models at their current weights (no autocast,
+// no scaler): g[l][k] is loss l's gradient of model k. The lab's reference for backward() and the steps.
+using Grads = std::array<std::array<torch::Tensor, 2>, 2>;
+Grads fp32_grads(const torch::nn::Linear& m0, const torch::nn::Linear& m1, const torch::Tensor& x,
+                 const torch::Tensor& y) {
+  const auto w0 = m0->weight.detach().requires_grad_(), b0 = m0->bias.detach().requires_grad_();
+  const auto w1 = m1->weight.detach().requires_grad_(), b1 = m1->bias.detach().requires_grad_();
+  const auto out0 = torch::addmm(b0, x, w0.t()), out1 = torch::addmm(b1, x, w1.t());
+  const torch::Tensor losses[2] = {torch::mse_loss(2 * out0 + 3 * out1, y),
+                                   torch::mse_loss(3 * out0 - 5 * out1, y)};
+  Grads g;
+  for (int l = 0; l < 2; ++l) {
+    const auto d = torch::autograd::grad({losses[l]}, {w0, b0, w1, b1}, {}, /*retain_graph=*/true);
+    for (int k = 0; k < 2; ++k)
+      g[l][k] = torch::cat({d[2 * k].flatten(), d[2 * k + 1].flatten()}).to(torch::kDouble);
+  }
+  return g;
 }
 
 // The ratio applied / correct over the nonzero entries, when it is one number; NaN when it varies.
@@ -115,7 +139,41 @@ double factor_of(const torch::Tensor& applied, const torch::Tensor& correct) {
   const auto nz = correct != 0;
   const auto ratio = applied.masked_select(nz) / correct.masked_select(nz);
   const double lo = ratio.min().item<double>(), hi = ratio.max().item<double>();
-  return lo == hi ? lo : std::numeric_limits<double>::quiet_NaN();
+  return lo == hi ? lo : kNaN;
+}
+
+// The gradients backward() left against scale0 x the lab's fp32 gradients of loss0 + scale1 x those of
+// loss1, worst model: catches a loss not scaled, or scaled by the other loss's scaler (seen once the two
+// scalers' scales part). Gradients that overflowed are the skip's to handle (and the other checks'), not a
+// value to compare: 0.
+double backward_error(const torch::Tensor (&scaled)[2], const Grads& g, const double (&scale)[2]) {
+  if (!torch::isfinite(scaled[0]).all().item<bool>() || !torch::isfinite(scaled[1]).all().item<bool>())
+    return 0;
+  double worst = 0;
+  for (int k = 0; k < 2; ++k)
+    worst = worst_of(worst, rel(scaled[k], scale[0] * g[0][k] + scale[1] * g[1][k]));
+  return worst;
+}
+
+// What optimizer k's step did, read from its model's weights (SGD, no momentum: the applied gradient is the
+// change / lr), not from .grad, which a step may zero, nor from the flag it returns.
+void record_step(StepRecord& rec, int k, const torch::nn::Linear& m, const torch::Tensor& w_before,
+                 const torch::Tensor& scaled, const torch::Tensor& fp32, bool at_inf, Loop loop) {
+  const torch::Tensor applied = (w_before - flat_weights(m)) / kLr;
+  rec.moved[k] = !applied.eq(0).all().item<bool>();  // a NaN in the weights counts as moved
+  // At its model's inf the right step applies nothing; at any other step fp32's gradients (a skip there
+  // applied 0: error 1).
+  if (at_inf) {
+    rec.error[k] = rec.moved[k] ? std::numeric_limits<double>::infinity() : 0.0;
+    return;
+  }
+  rec.error[k] = rel(applied, fp32);
+  if (!rec.moved[k]) return;
+  // The factor from .grad, unscaled in place by step(): exact, where the weights' change is rounded. A
+  // scaler per optimizer mixes two scales in one .grad: no single correct factor to compare with.
+  rec.factor[k] = loop == Loop::PerScaler || !m->weight.grad().defined()
+                      ? kNaN
+                      : factor_of(flat_grads(m), scaled / rec.scale_loss[k]);
 }
 
 LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torch::Tensor& init1,
@@ -140,29 +198,31 @@ LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torc
   for (int64_t step = 0; step < steps; ++step) {
     const auto x = torch::randn({kBatch, kIn}, torch::device(dev));
     const auto y = torch::matmul(x, teacher.t());
-    const auto ref = fp32_grads(m0, m1, x, y);
+    const Grads g = fp32_grads(m0, m1, x, y);
     StepRecord rec{.scale_loss = {scaler0.get_scale(), s1.get_scale()}};
     o0.zero_grad();
     o1.zero_grad();
     backward(m0, m1, scaler0, s1, x, y);
-    if (step == r.inject_at) m0->weight.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
-    const torch::Tensor before[2] = {flat_grads(m0), flat_grads(m1)};  // scaled, as backward left them
+    torch::Tensor before[2] = {flat_grads(m0), flat_grads(m1)};  // scaled, as backward left them
+    rec.backward_error = backward_error(before, g, rec.scale_loss);
+    for (int k = 0; k < 2; ++k) {
+      if (step != r.inject_at[k]) continue;
+      (k == 0 ? m0 : m1)->weight.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+      before[k] = flat_grads(k == 0 ? m0 : m1);
+    }
+    const torch::Tensor w_before[2] = {flat_weights(m0), flat_weights(m1)};
     try {
       rec.stepped = loop == Loop::Recipe       ? step_recipe(o0, o1, scaler0)
                     : loop == Loop::UpdateEach ? step_update_each(o0, o1, scaler0)
                                                : step_per_scaler(o0, o1, scaler0, scaler1);
     } catch (const amp::GradScalerError& e) {
+      if (loop == Loop::Recipe) throw;  // the learner's steps: the lab stops with the scaler's message
       run.error = e.what();
       break;
     }
-    const torch::Tensor after[2] = {flat_grads(m0), flat_grads(m1)};  // unscaled in place by step()
-    for (int k = 0; k < 2; ++k) {
-      if (!rec.stepped[k]) continue;
-      // A scaler per optimizer mixes two scales in one .grad: no single correct factor to compare with.
-      rec.factor[k] = loop == Loop::PerScaler ? std::numeric_limits<double>::quiet_NaN()
-                                              : factor_of(after[k], before[k] / rec.scale_loss[k]);
-      rec.error[k] = rel(after[k], ref[k]);
-    }
+    for (int k = 0; k < 2; ++k)
+      record_step(rec, k, k == 0 ? m0 : m1, w_before[k], before[k], g[0][k] + g[1][k], step == r.inject_at[k],
+                  loop);
     run.steps.push_back(rec);
   }
   run.final_scale[0] = scaler0.get_scale();
@@ -184,7 +244,7 @@ std::string update_alone(torch::Device dev) {
 
 Result measure(const lab::Context& ctx) {
   const int64_t steps = kSteps;
-  Result r{.ctx = ctx, .inject_at = steps / 3};
+  Result r{.ctx = ctx, .inject_at = {steps / 3, 2 * steps / 3}};
   const auto init0 = torch::randn({kOut, kIn}, torch::device(ctx.device)) / std::sqrt(double(kIn));
   const auto init1 = torch::randn({kOut, kIn}, torch::device(ctx.device)) / std::sqrt(double(kIn));
   const auto teacher = torch::randn({kOut, kIn}, torch::device(ctx.device)) / std::sqrt(double(kIn));
@@ -198,27 +258,47 @@ Result measure(const lab::Context& ctx) {
 // ---- report ------------------------------------------------------------------------------------------
 
 struct Summary {
-  int skipped[2] = {0, 0}, backoffs = 0, growths = 0;
-  double worst_after[2] = {0, 0};      // applied gradients vs fp32's, after the inf
-  std::map<double, int> factors1;      // optimizer 1's factors: how many steps each
-  bool skipped_only_at_inject = true;  // optimizer 0 skipped at the inf step, and nowhere else
+  int skipped[2] = {0, 0}, backoffs = 0, halved_at_inf = 0, growths = 0;
+  int skips_missed = 0;  // infs whose optimizer moved its weights anyway
+  int flags_wrong = 0;   // (step, optimizer) pairs whose returned flag disagrees with the weights
+  // Steps off (error above kGradTol, or NaN; a step the loop never reached counts): the hints' observations,
+  // counts where the errors may be NaN.
+  int grad_off[2] = {0, 0}, backward_off = 0;
+  double worst[2] = {0, 0}, worst_after[2] = {0, 0};  // applied gradients vs fp32's: all steps, after inf 0
+  double worst_backward = 0;                          // backward()'s gradients vs the scaled fp32 ones
+  std::map<double, int> factors1;                     // optimizer 1's factors: how many steps each
+  bool skipped_only_at_inf = true;  // each optimizer skipped at its model's inf, and nowhere else
 };
 
-Summary summarize(const LoopRun& run, int64_t inject_at) {
+Summary summarize(const LoopRun& run, const int64_t (&inject_at)[2]) {
   Summary s;
   for (size_t i = 0; i < run.steps.size(); ++i) {
     const StepRecord& rec = run.steps[i];
-    const bool at_inject = static_cast<int64_t>(i) == inject_at;
+    const auto step = static_cast<int64_t>(i);
+    const auto next = [&](int k) {
+      return i + 1 < run.steps.size() ? run.steps[i + 1].scale_loss[k] : run.final_scale[k];
+    };
     for (int k = 0; k < 2; ++k) {
-      s.skipped[k] += !rec.stepped[k];
-      if (static_cast<int64_t>(i) > inject_at) s.worst_after[k] = std::max(s.worst_after[k], rec.error[k]);
+      const bool at_inf = step == inject_at[k];
+      s.skipped[k] += !rec.moved[k];
+      s.skipped_only_at_inf &= rec.moved[k] == !at_inf;
+      s.skips_missed += at_inf && rec.moved[k];
+      s.flags_wrong += rec.stepped[k] != rec.moved[k];
+      s.worst[k] = worst_of(s.worst[k], rec.error[k]);
+      s.grad_off[k] += !(rec.error[k] <= kGradTol);
+      if (step > inject_at[0]) s.worst_after[k] = worst_of(s.worst_after[k], rec.error[k]);
+      // The scale of the scaler that saw this inf (in the recipe both losses' scales are the one scale).
+      s.halved_at_inf += at_inf && next(k) == 0.5 * rec.scale_loss[k];
     }
-    s.skipped_only_at_inject &= rec.stepped[0] == !at_inject && rec.stepped[1];
-    if (rec.stepped[1]) ++s.factors1[rec.factor[1]];
-    const double next = i + 1 < run.steps.size() ? run.steps[i + 1].scale_loss[0] : run.final_scale[0];
-    s.backoffs += next < rec.scale_loss[0];
-    s.growths += next > rec.scale_loss[0];
+    s.worst_backward = worst_of(s.worst_backward, rec.backward_error);
+    s.backward_off += !(rec.backward_error <= kGradTol);
+    if (rec.moved[1]) ++s.factors1[rec.factor[1]];
+    s.backoffs += next(0) < rec.scale_loss[0] || next(1) < rec.scale_loss[1];
+    s.growths += next(0) > rec.scale_loss[0];
   }
+  const auto missing = static_cast<int>(kSteps) - static_cast<int>(run.steps.size());  // a scaler raised
+  s.backward_off += missing;
+  for (int k = 0; k < 2; ++k) s.grad_off[k] += missing;
   return s;
 }
 
@@ -243,9 +323,11 @@ void report_loops(const Result& m, lab::Report& r) {
                   "reach both models",
                   m.main.steps.size(), kIn, kOut));
   r.note(
-      fmt::format("an inf in model 0's gradients at step {}; the same batches in every loop", m.inject_at));
+      fmt::format("an inf in model 0's gradients at step {}, in model 1's at step {}; the same batches in "
+                  "every loop",
+                  m.inject_at[0], m.inject_at[1]));
   r.note(fmt::format("GradScaler from {}, growth_interval {}", kInitScale, kGrowthInterval));
-  auto& t = r.table("Skips, back-offs, and the worst applied gradients after the inf vs fp32's",
+  auto& t = r.table("Skips, back-offs, and the worst applied gradients after the first inf vs fp32's",
                     {"loop", "skips o0, o1", "back-offs", "grad error m0, m1"});
   std::vector<std::vector<std::string>> factor_rows;
   for (const LoopRun* run : {&m.main, &m.update_each, &m.per_scaler}) {
@@ -265,18 +347,32 @@ void report_main_steps(const Result& m, lab::Report& r) {
   auto& t = r.table("", {"step", "scale loss0", "scale loss1", "opt0", "opt1", "error m0", "error m1"});
   for (size_t i = 0; i < m.main.steps.size(); ++i) {
     const StepRecord& rec = m.main.steps[i];
-    auto err = [&](int k) { return rec.stepped[k] ? lab::sci(rec.error[k], 2) : std::string("(inf)"); };
-    t.row({std::to_string(i), lab::num(rec.scale_loss[0]), lab::num(rec.scale_loss[1]),
-           rec.stepped[0] ? "step" : "skip", rec.stepped[1] ? "step" : "skip", err(0), err(1)});
+    auto err = [&](int k) { return lab::sci(rec.error[k], 2); };
+    // The step as the weights show it; "(said ...)" where the returned flag disagrees.
+    auto did = [&](int k) {
+      return std::string(rec.moved[k] ? "step" : "skip") + (rec.stepped[k] == rec.moved[k] ? ""
+                                                            : rec.stepped[k]               ? " (said step)"
+                                                                                           : " (said skip)");
+    };
+    t.row({std::to_string(i), lab::num(rec.scale_loss[0]), lab::num(rec.scale_loss[1]), did(0), did(1),
+           err(0), err(1)});
   }
   const Summary s = summarize(m.main, m.inject_at);
-  const auto at = static_cast<size_t>(m.inject_at);
-  const double before = m.main.steps[at].scale_loss[0];
-  const double after =
-      at + 1 < m.main.steps.size() ? m.main.steps[at + 1].scale_loss[0] : m.main.final_scale[0];
-  r.observe("inject_step", "step whose model-0 gradients got an inf", static_cast<double>(m.inject_at));
-  r.observe("skipped_opt0", "steps skipped by optimizer 0", s.skipped[0]);
-  r.observe("skipped_opt1", "steps skipped by optimizer 1", s.skipped[1]);
+  const auto at = static_cast<size_t>(m.inject_at[0]);
+  const bool ran = at < m.main.steps.size();
+  const double before = ran ? m.main.steps[at].scale_loss[0] : kNaN;
+  const double after = !ran                           ? kNaN
+                       : at + 1 < m.main.steps.size() ? m.main.steps[at + 1].scale_loss[0]
+                                                      : m.main.final_scale[0];
+  const auto skipped_at_inf0 = [&](int k) { return ran && !m.main.steps[at].moved[k] ? 1 : 0; };
+  r.observe("inject_step", "step whose model-0 gradients got an inf", static_cast<double>(m.inject_at[0]));
+  r.observe("inject_step_m1", "step whose model-1 gradients got an inf", static_cast<double>(m.inject_at[1]));
+  r.observe("skipped_opt0", "at model 0's inf: steps skipped by optimizer 0", skipped_at_inf0(0));
+  r.observe("skipped_opt1", "at model 0's inf: steps skipped by optimizer 1", skipped_at_inf0(1));
+  r.observe("skips_total", "steps skipped by optimizer 0 + by optimizer 1 (one inf each)",
+            s.skipped[0] + s.skipped[1]);
+  r.observe("skips_missed", "infs whose optimizer moved its weights anyway", s.skips_missed);
+  r.observe("flags_wrong", "steps whose returned flag disagrees with the weights", s.flags_wrong);
   r.observe("backoffs", "scale back-offs", s.backoffs);
   r.observe("scale_before", "scale at the inf", before, "", lab::num(before));
   r.observe("scale_after", "scale after the inf", after, "", lab::num(after));
@@ -285,6 +381,13 @@ void report_main_steps(const Result& m, lab::Report& r) {
             s.worst_after[0], "", lab::sci(s.worst_after[0]));
   r.observe("grad_error_after_m1", "model 1's applied gradients after the inf vs fp32 (relative)",
             s.worst_after[1], "", lab::sci(s.worst_after[1]));
+  r.observe("backward_error_one_scaler",
+            "the lab's loop: backward()'s gradients vs scale x the lab's fp32 ones (relative, worst step)",
+            s.worst_backward, "", lab::sci(s.worst_backward));
+  r.observe("backward_steps_off_one_scaler", "the lab's loop: steps whose backward() gradients are off",
+            s.backward_off);
+  r.observe("grad_steps_off_m0", "the lab's loop: steps whose model-0 applied gradients are off",
+            s.grad_off[0]);
 }
 
 double factor_at(const LoopRun& run, int64_t step, int k) {
@@ -294,7 +397,7 @@ double factor_at(const LoopRun& run, int64_t step, int k) {
 void report_other_loops(const Result& m, lab::Report& r) {
   r.detail_section("The other loops");
   const Summary each = summarize(m.update_each, m.inject_at), per = summarize(m.per_scaler, m.inject_at);
-  const double at_inf = factor_at(m.update_each, m.inject_at, 1);
+  const double at_inf = factor_at(m.update_each, m.inject_at[0], 1);
   double smallest = at_inf;
   int off = 0;
   for (const auto& [f, n] : each.factors1) {
@@ -310,12 +413,21 @@ void report_other_loops(const Result& m, lab::Report& r) {
             !m.update_each.error.empty(), "", m.update_each.error.empty() ? "no" : "yes");
   r.observe("growths_two_updates", "update after each step: scale growths", each.growths);
   r.observe("growths_main", "the lab's loop: scale growths", summarize(m.main, m.inject_at).growths);
-  const double per_err = std::max(per.worst_after[0], per.worst_after[1]);
+  const double per_err = worst_of(per.worst_after[0], per.worst_after[1]);
   r.observe("per_scaler_grad_error", "a scaler each: worst applied gradients vs fp32 after the inf", per_err,
             "", lab::sci(per_err));
-  const double ratio = m.per_scaler.final_scale[1] / m.per_scaler.final_scale[0];
-  r.observe("per_scaler_scale_ratio", "a scaler each: final scale of loss1 / of loss0", ratio, "x",
+  // The largest ratio over the run: each scaler backs off at its own model's inf, so they part in between.
+  double ratio = m.per_scaler.final_scale[1] / m.per_scaler.final_scale[0];
+  for (const StepRecord& rec : m.per_scaler.steps)
+    ratio = std::max(ratio, rec.scale_loss[1] / rec.scale_loss[0]);
+  r.observe("per_scaler_scale_ratio", "a scaler each: largest ratio, scale of loss1 / of loss0", ratio, "x",
             fmt::format("{:.4g}x", ratio));
+  r.observe("backward_error_two_scalers",
+            "a scaler each: backward()'s gradients vs scale0 x fp32's of loss0 + scale1 x fp32's of loss1",
+            per.worst_backward, "", lab::sci(per.worst_backward));
+  r.observe("backward_steps_off_two_scalers",
+            "a scaler each: steps whose backward() gradients are off (or never run: a scaler raised)",
+            per.backward_off);
   const bool refused = !m.update_alone_error.empty();
   r.observe("update_alone_refused", "update() with no unscale_/step since the last one refused (1 = yes)",
             refused, "", refused ? "yes" : "no");
@@ -324,15 +436,42 @@ void report_other_loops(const Result& m, lab::Report& r) {
 }
 
 void add_checks(const Result& m, lab::Report& r) {
-  const Summary s = summarize(m.main, m.inject_at), each = summarize(m.update_each, m.inject_at);
-  const double before = r.value("scale_before"), after = r.value("scale_after");
+  const Summary s = summarize(m.main, m.inject_at), each = summarize(m.update_each, m.inject_at),
+                per = summarize(m.per_scaler, m.inject_at);
+  // Catches a returned flag that is not the scaler's verdict (a constant true, a flag of the other
+  // optimizer): each flag against what the step did to the weights.
+  r.check(
+      "stepped-flags-match-weights",
+      "step_recipe's returned flags say what each optimizer did: stepped where its weights moved, skipped "
+      "where they did not",
+      s.flags_wrong == 0,
+      fmt::format("{} (step, optimizer) flag(s) disagree with the weights", s.flags_wrong));
+  // Catches a loss back-propagated unscaled, or scaled by the other loss's scaler (the recipe passes one
+  // scaler as both, so only the loop with a scaler each tells that apart): the .grad backward() leaves
+  // against the lab's own fp32 gradients of each loss, times the scale that loss had to be multiplied by.
+  // A scaler whose scale() backward never called raises at its step(): that loop's steps count as off.
+  r.check(
+      "backward-scales-each-loss",
+      "backward() left scale0 x loss0's gradients + scale1 x loss1's, with one scaler and with two",
+      s.backward_off == 0 && per.backward_off == 0,
+      fmt::format("steps off {} (one scaler, worst {}), {} (a scaler each, worst {}{}); need <= {}",
+                  s.backward_off, lab::sci(s.worst_backward), per.backward_off, lab::sci(per.worst_backward),
+                  m.per_scaler.error.empty() ? "" : "; raised: " + m.per_scaler.error,
+                  lab::percent(kGradTol, 0)));
+  // Catches an optimizer stepped directly (it applies the inf, or scaled gradients) and an inf that skips
+  // both optimizers: an inf in each model, each must skip its own optimizer alone, and back the one scale
+  // off by half.
   r.check(
       "inf-skips-its-optimizer",
-      "the inf in model 0's gradients skipped optimizer 0's step only, that step alone, and backed the "
-      "scale off once, by half",
-      s.skipped_only_at_inject && s.backoffs == 1 && after == 0.5 * before,
-      fmt::format("optimizer 0 skipped {}, optimizer 1 {}; {} back-off(s); {} -> {} at step {}", s.skipped[0],
-                  s.skipped[1], s.backoffs, lab::num(before), lab::num(after), m.inject_at));
+      "the inf in model 0's gradients skipped optimizer 0's step only, the one in model 1's optimizer 1's, "
+      "those steps alone, and each backed the scale off once, by half",
+      s.skipped_only_at_inf && s.backoffs == 2 && s.halved_at_inf == 2,
+      fmt::format("optimizer 0 skipped {} step(s), optimizer 1 {}; {} inf(s) stepped anyway; {} back-off(s), "
+                  "{} by half at an inf (infs at steps {} and {})",
+                  s.skipped[0], s.skipped[1], s.skips_missed, s.backoffs, s.halved_at_inf, m.inject_at[0],
+                  m.inject_at[1]));
+  // The lab's own loop, not the learner's steps (it runs the learner's backward): shows that update() between
+  // the steps mis-unscales silently; it fails when backward() leaves gradients of another scale.
   const double at_inf = r.value("two_updates_factor_inf"), smallest = r.value("two_updates_factor_growth");
   r.check("two-updates-misunscale",
           "with update() after each step, optimizer 1's gradients were applied silently at the wrong size "
@@ -340,10 +479,12 @@ void add_checks(const Result& m, lab::Report& r) {
           m.update_each.error.empty() && at_inf == 2.0 && smallest == 0.5,
           fmt::format("no error: {}; factors {}", m.update_each.error.empty() ? "yes" : "no",
                       factors_text(each)));
-  r.check("unscaled-grads-match-fp32", "after the inf, both models' applied gradients still equal fp32's",
-          s.worst_after[0] <= kGradTol && s.worst_after[1] <= kGradTol,
-          fmt::format("worst relative error {} (model 0), {} (model 1); need <= {}",
-                      lab::sci(s.worst_after[0]), lab::sci(s.worst_after[1]), lab::percent(kGradTol, 0)));
+  // Catches update() between the steps, an optimizer stepped directly, a loss unscaled: the applied
+  // gradients (the weights' change / lr) at every step against the lab's fp32 ones; NaN fails.
+  r.check("unscaled-grads-match-fp32", "at every step, both models' applied gradients equal fp32's",
+          s.worst[0] <= kGradTol && s.worst[1] <= kGradTol,
+          fmt::format("worst relative error {} (model 0), {} (model 1); need <= {}", lab::sci(s.worst[0]),
+                      lab::sci(s.worst[1]), lab::percent(kGradTol, 0)));
 }
 
 void report(const Result& m, lab::Report& r) {

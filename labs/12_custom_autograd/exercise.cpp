@@ -7,7 +7,9 @@
 //                   outside autocast) must run under the same autocast state, or mm refuses the mix of an
 //                   fp16 and an fp32 operand.
 // The code below is the plain functions, without guards: the lab's checks fail on it. The lab
-// (labs/12_custom_autograd/lab.cpp) runs them where it runs its own, under fp16 autocast against float64.
+// (labs/12_custom_autograd/lab.cpp) runs them where it runs its own, under fp16 autocast against float64,
+// and runs MatMulAutocast once more with forward outside autocast and backward inside an fp16 autocast
+// region: its backward must run as its forward did.
 //
 //   amp-lab check 12    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 12    the same on every save, until every check holds

@@ -15,8 +15,16 @@
 //       (fp16 whatever --dtype says: the 16-bit type with the narrow range)
 // That the unguarded function overflows follows from the data (activations of std 120, rows of 512): the
 // lab shows it (plain_non_finite, clipped_non_finite, row_sumsq_min), it does not check it.
+// The checks compare with references the lab computes itself: RowNormFp32 on an fp16 leaf h against the
+// float64 norms and gradients of that same h in closed form (an fp32 computation lands within 1e-5, a bf16
+// one or fp16's overflow do not); MatMulAutocast's gradients against float64 with forward under autocast
+// and backward outside it, and with forward outside autocast and backward inside an fp16 autocast region
+// (CustomBwd keeps forward's state, autocast off: fp32, within 1e-5; without it mm runs in fp16); and the
+// dtype of MatMulAutocast's output (fp16 under autocast: it follows autocast, no cast_inputs). A missing
+// CustomBwd in RowNormFp32 is not checked: its backward (mul, div) holds no op autocast casts, so it computes
+// alike in any autocast state.
 // --flip: the guarded runs take the functions without guards (RowNormPlain, MatMulPlain below): checks
-//         cast-inputs-matches-fp64 and custom-bwd-mixed-dtypes fail.
+//         cast-inputs-matches-fp64, custom-bwd-mixed-dtypes and custom-bwd-forward-state fail.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -38,6 +46,7 @@ constexpr double kActStd = 120.0;          // activation scale: a row's sum of s
 constexpr double kClip = 255.0;            // below sqrt(65504) = 255.9: no single square overflows fp16
 constexpr double kFp16Max = 65504.0;       // fp16's largest finite value
 constexpr double kTol = 1e-2;              // guarded fp16 vs float64, relative (fp16 rounds to ~5e-4)
+constexpr double kFp32Tol = 1e-5;          // computed in fp32 vs float64 (fp32 ~1e-7; bf16 ~2e-3, fp16 ~5e-4)
 
 using namespace lab12;
 
@@ -81,7 +90,50 @@ struct Result {
   torch::ScalarType sum_dtype;             // what sum() of fp16 squares gives under this device's autocast
   Out ref, fp32, plain, clipped, guarded;  // part 1 (clipped: plain on values clipped at +-kClip)
   Out mm_ref, mm_plain, mm_guarded;        // part 2
+  // The checks' runs: RowNormFp32 on an fp16 leaf h and the float64 closed form on that h (value: norms,
+  // grad: d sum(n) / dh); MatMulAutocast with forward outside autocast, backward inside it, and float64's
+  // gradients (grad: a's and b's, flattened).
+  Out leaf_norm, leaf_norm_ref, mm_state, mm_state_ref;
 };
+
+// An error's first line, up to libtorch's ", but" that starts the details.
+std::string short_error(const std::string& what) {
+  return what.substr(0, std::min(what.find('\n'), what.find(", but")));
+}
+
+// RowNormFp32 (--flip: RowNormPlain) on h as fp16 autocast hands it over, h a leaf so that only the
+// function's own backward runs between the loss and h.grad.
+Out norm_on_leaf(bool flip, const torch::Tensor& h16) {
+  const auto leaf = h16.detach().clone().requires_grad_(true);
+  Out o;
+  {
+    amp::Autocast ac(leaf.device(), torch::kHalf);
+    o.value = flip ? RowNormPlain::apply(leaf) : RowNormFp32::apply(leaf);
+  }
+  try {
+    o.value.sum().backward();
+    o.grad = leaf.grad();
+  } catch (const std::exception& e) {
+    o.error = short_error(e.what());
+  }
+  return o;
+}
+
+// MatMulAutocast (--flip: MatMulPlain) with forward outside autocast and backward inside an fp16 autocast
+// region, as a backward called within autocast runs: CustomBwd must give backward forward's state (off).
+Out mm_backward_in_autocast(bool flip, const torch::Tensor& a, const torch::Tensor& b) {
+  const auto la = a.detach().clone().requires_grad_(true), lb = b.detach().clone().requires_grad_(true);
+  Out o;
+  o.value = flip ? MatMulPlain::apply(la, lb) : MatMulAutocast::apply(la, lb);
+  try {
+    amp::Autocast ac(a.device(), torch::kHalf);
+    o.value.sum().backward();
+    o.grad = torch::cat({la.grad().flatten(), lb.grad().flatten()});
+  } catch (const std::exception& e) {
+    o.error = short_error(e.what());
+  }
+  return o;
+}
 
 // loss = fn(x @ w, w).sum() with w a leaf; fp16: under autocast. `fn` gets the activations and the leaf.
 template <class Fn>
@@ -96,8 +148,7 @@ Out run_through(Fn fn, const torch::Tensor& x, const torch::Tensor& w, bool fp16
     o.value.sum().backward();
     o.grad = leaf.grad();
   } catch (const std::exception& e) {
-    const std::string what = e.what();
-    o.error = what.substr(0, std::min(what.find('\n'), what.find(", but")));
+    o.error = short_error(e.what());
   }
   return o;
 }
@@ -141,6 +192,22 @@ Result measure(const lab::Context& ctx) {
   r.mm_ref = run_through(mixed_mm<MatMulPlain>, x.to(torch::kDouble), w.to(torch::kDouble), false);
   r.mm_plain = run_through(mixed_mm<MatMulPlain>, x, w, true);
   r.mm_guarded = run_through(mm_guarded, x, w, true);
+
+  // The checks' runs and their references, in float64 and closed form, from the very inputs the function got.
+  torch::Tensor h16;
+  {
+    amp::Autocast ac(ctx.device, torch::kHalf);
+    h16 = x.mm(w);  // fp16, as autocast's mm hands it on
+  }
+  r.leaf_norm = norm_on_leaf(ctx.flip, h16);
+  const auto h = h16.to(torch::kDouble), n = h.pow(2).sum(/*dim=*/1).sqrt();
+  r.leaf_norm_ref = {.value = n, .grad = h / n.unsqueeze(1)};
+  const auto a = (x.mm(w) * (1.0 / kActStd)).narrow(/*dim=*/1, 0, kIn), b = w.narrow(/*dim=*/1, 0, kIn);
+  r.mm_state = mm_backward_in_autocast(ctx.flip, a, b);
+  const auto ones = torch::ones({r.rows, kIn}, torch::dtype(torch::kDouble).device(ctx.device));
+  r.mm_state_ref = {.value = a.to(torch::kDouble).mm(b.to(torch::kDouble)),
+                    .grad = torch::cat({ones.mm(b.to(torch::kDouble).t()).flatten(),
+                                        a.to(torch::kDouble).t().mm(ones).flatten()})};
   return r;
 }
 
@@ -224,6 +291,17 @@ void report_guarded(const Result& m, lab::Report& r) {
           ran(m.mm_guarded) ? lab::sci(mm_err, 2) : "-"});
   r.observe("mixed_grad_error", "with CustomBwd: gradients vs float64 (relative)", mm_err, "",
             ran(m.mm_guarded) ? lab::sci(mm_err) : "refused");
+  const Out& ln = m.leaf_norm;
+  r.observe("leaf_output_error", "guarded, on an fp16 leaf h: outputs vs float64 of that h (relative)",
+            rel(ln.value, m.leaf_norm_ref.value), "", lab::sci(rel(ln.value, m.leaf_norm_ref.value)));
+  r.observe("leaf_output_bits", "guarded, on an fp16 leaf h: the outputs' dtype, in bits",
+            8 * c10::elementSize(ln.value.scalar_type()), "", lab::short_name(ln.value.scalar_type()));
+  r.observe("leaf_non_finite", "guarded, on an fp16 leaf h: non-finite outputs",
+            100 * non_finite_share(ln.value), "%", lab::percent(non_finite_share(ln.value)));
+  const double st_err = grad_error(m.mm_state, m.mm_state_ref);
+  r.observe("state_grad_error",
+            "y = a.mm(b), forward outside autocast, backward inside: gradients vs float64 (relative)", st_err,
+            "", ran(m.mm_state) ? lab::sci(st_err) : "refused");
 }
 
 void report(const Result& m, lab::Report& r) {
@@ -241,18 +319,46 @@ void report(const Result& m, lab::Report& r) {
       "CustomFwd and CustomBwd: backward then runs under the forward's autocast state, and its ops see the "
       "dtypes they expect.");
   // Shown, not checked: the data are made to overflow fp16 (see plain_non_finite and row_sumsq_min).
-  const double out_err = rel(m.guarded.value, m.ref.value), grad_err = grad_error(m.guarded, m.ref);
+  // Catches no cast_inputs, the cast's result unused, and a cast_inputs other than fp32 (fp16 overflows;
+  // bf16 is finite but ~2e-3 off; float64 comes back float64): RowNormFp32 on an fp16 leaf h against the
+  // float64 closed form on that same h. The gradient goes back to h in fp16, hence kTol.
+  const Out& ln = m.leaf_norm;
+  const double ln_out = rel(ln.value, m.leaf_norm_ref.value), ln_grad = grad_error(ln, m.leaf_norm_ref);
   r.check("cast-inputs-matches-fp64",
-          "with cast_inputs=fp32, outputs and gradients match float64 and are finite",
-          out_err <= kTol && grad_err <= kTol && non_finite_share(m.guarded.value) == 0,
-          fmt::format("outputs {}, gradients {} from float64 (need <= {})", lab::sci(out_err),
-                      lab::sci(grad_err), lab::sci(kTol, 1)));
+          "with cast_inputs=fp32, the norms come back fp32 and finite, within 1e-5 of float64 on the same "
+          "fp16 input, and their gradients within 1e-2",
+          ln.value.scalar_type() == torch::kFloat && non_finite_share(ln.value) == 0 && ln_out <= kFp32Tol &&
+              ln_grad <= kTol,
+          fmt::format("output {}, {} non-finite; outputs {} (need <= {}), gradients {} (need <= {}) from "
+                      "float64{}",
+                      lab::short_name(ln.value.scalar_type()), lab::percent(non_finite_share(ln.value)),
+                      lab::sci(ln_out), lab::sci(kFp32Tol, 1), ran(ln) ? lab::sci(ln_grad) : "-",
+                      lab::sci(kTol, 1), ran(ln) ? "" : "; backward refused: " + ln.error));
+  // Catches a MatMulAutocast backward without CustomBwd: outside autocast its mm calls meet fp16 and fp32.
   const double mm_err = grad_error(m.mm_guarded, m.mm_ref);
   r.check("custom-bwd-mixed-dtypes",
           "with CustomBwd, the mixed-dtype backward runs under the forward's autocast and matches float64",
           ran(m.mm_guarded) && mm_err <= kTol,
           ran(m.mm_guarded) ? fmt::format("gradients {} from float64", lab::sci(mm_err))
                             : "refused: " + m.mm_guarded.error);
+  // Catches a backward that runs in the caller's autocast state rather than the forward's: no CustomBwd,
+  // even with its operands cast by hand so that mm accepts them (forward outside autocast, backward inside
+  // fp16 autocast: only CustomBwd keeps it fp32).
+  const double st_err = grad_error(m.mm_state, m.mm_state_ref);
+  r.check("custom-bwd-forward-state",
+          "with forward outside autocast and backward inside an fp16 autocast region, CustomBwd runs "
+          "MatMulAutocast's backward as forward ran, in fp32: gradients within 1e-5 of float64",
+          st_err <= kFp32Tol,
+          ran(m.mm_state)
+              ? fmt::format("gradients {} from float64 (need <= {})", lab::sci(st_err), lab::sci(kFp32Tol, 1))
+              : "refused: " + m.mm_state.error);
+  // Catches a cast_inputs given to the function that should follow autocast: its output is then fp32.
+  const auto mm_dtype = m.mm_guarded.value.scalar_type(), off_dtype = m.mm_state.value.scalar_type();
+  r.check("custom-fwd-follows-autocast",
+          "MatMulAutocast follows autocast: fp16 output under fp16 autocast, fp32 outside it",
+          mm_dtype == torch::kHalf && off_dtype == torch::kFloat,
+          fmt::format("output {} under autocast, {} outside", lab::short_name(mm_dtype),
+                      lab::short_name(off_dtype)));
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 11's amp.cpp with optimizer 0
+// stepped directly, not through the scaler.
+//
+// expect-hint: optimizer-step-direct
+#include "amp.h"
+
+#include "amp/autocast.h"
+
+namespace lab11 {
+
+void backward(torch::nn::Linear& m0, torch::nn::Linear& m1, amp::GradScaler& scaler0,
+              amp::GradScaler& scaler1, const torch::Tensor& x, const torch::Tensor& y) {
+  torch::Tensor loss0, loss1;
+  {
+    amp::Autocast ac(x.device(), torch::kHalf);  // the forward passes and the losses; backward outside it
+    const auto out0 = m0->forward(x), out1 = m1->forward(x);
+    loss0 = torch::mse_loss(2 * out0 + 3 * out1, y);  // each loss mixes both outputs, so each sends
+    loss1 = torch::mse_loss(3 * out0 - 5 * out1, y);  // gradients into both models
+  }
+  scaler0.scale(loss0).backward(/*gradient=*/{}, /*retain_graph=*/true);  // the graphs share out0 and out1
+  scaler1.scale(loss1).backward();  // one scaler: each model's .grad sums gradients of one scale
+}
+
+Stepped step_recipe(torch::optim::Optimizer& o0, torch::optim::Optimizer& o1, amp::GradScaler& scaler) {
+  o0.step();  // not through the scaler: applies scaled gradients and the inf
+  const bool s0 = true, s1 = scaler.step(o1);
+  scaler.update();
+  return {s0, s1};
+}
+
+}  // namespace lab11
