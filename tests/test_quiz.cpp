@@ -608,6 +608,26 @@ TEST_CASE("a well-formed exercises file loads, each exercise named by its lab's 
   // The project's file loads with the catalog's labs (tests/test_exercises.cpp runs what it names).
 }
 
+TEST_CASE("library_errors are every exercise's hints after its own, an exercise's own id first") {
+  const std::string shared =
+      std::string(kExercises) +
+      "library_errors:\n  - id: step-twice\n    error: step() ran twice\n    text: call "
+      "update\n  - id: no-update\n    error: other words\n    text: shadowed\n";
+  const auto all = runner::load_exercises(write("exercises_shared", shared), fake_labs);
+  REQUIRE(all.size() == 1);
+  const auto& hints = all[0].hints;
+  REQUIRE(hints.size() == 4);  // its own three, then step-twice; its own no-update is not replaced
+  CHECK(hints[3].id == "step-twice");
+  CHECK(hints[3].shared);
+  CHECK(hints[3].error == "step() ran twice");
+  CHECK_FALSE(hints[0].shared);
+  CHECK(hints[0].text != "shadowed");
+  CHECK(exercises_error(
+            "shared-check", "", "",
+            std::string(kExercises) + "library_errors:\n  - id: x\n    check: trains\n    text: t\n") ==
+        ":19:12: library_errors[0].check: a library error is matched by its error words only");
+}
+
 TEST_CASE("each malformed exercises file gets its own error with line, column and field") {
   CHECK(exercises_error("unknown-lab", "lab: lab-a", "lab: lab-z") ==
         ":2:10: exercises[0].lab: no lab named 'lab-z' (see: amp-lab list)");
@@ -631,7 +651,7 @@ TEST_CASE("each malformed exercises file gets its own error with line, column an
   CHECK(exercises_error("exercises-map", "", "", "exercises: {lab: lab-a}\n") ==
         ":1:12: exercises: must be a non-empty list");
   CHECK(exercises_error("top-key", "exercises:", "exercise:") ==
-        ":1:1: top level: unknown key 'exercise' (known: exercises)");
+        ":1:1: top level: unknown key 'exercise' (known: exercises, library_errors)");
 }
 
 TEST_CASE("a hint matches a failed check or an error, with evidence or an observation's range") {
