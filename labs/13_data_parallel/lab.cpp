@@ -20,7 +20,9 @@
 //       AMP_LAB_RANK_TIMEOUT=S  the longest any network wait may take, in seconds (default 30).
 //       AMP_LAB_RANK_PIDS=FILE  the spawned ranks' process ids are written there, one a line.
 // That ddp's ranks skip the same steps holds by construction (every rank unscales the same all-reduced
-// gradients), so the lab shows it and does not check it.
+// gradients), so the lab shows it and does not check it. ddp's step is the lab's own (reference_*, below),
+// not amp.cpp's: the sharded runs, amp.cpp's code, are checked against it, so that a mistake made in every
+// run (gradients not averaged, no update(), a wrong start scale) cannot hide by matching itself.
 // --flip: sharded-global's scaler gets no process group; check sharded-global-matches-ddp then fails.
 #include <algorithm>
 #include <chrono>
@@ -32,6 +34,7 @@
 #include <torch/torch.h>
 
 #include "amp.h"
+#include "amp/autocast.h"
 #include "amp/distributed.h"
 #include "amp/grad_scaler.h"
 #include "lab/measure.h"
@@ -70,7 +73,8 @@ struct RunSetup {  // the same on every rank
 };
 
 // One rank's run. verdicts, one char per step: bit 0 its own backward gave an inf, bit 1 its optimizer's
-// gradients held an inf after the all-reduce (what its scaler checked), bit 2 its optimizer stepped.
+// gradients held an inf after the all-reduce (what its scaler checked), bit 2 its step said it stepped
+// (step_and_update's flag), bit 3 its optimizer's parameters changed in that step (bitwise).
 struct RankRun {
   std::string verdicts;
   std::string grad_dtype;      // the dtype of the gradients it all-reduced
@@ -114,6 +118,38 @@ std::vector<int> shard_owners(size_t n, int world) {
   return owners;
 }
 
+// ---- measure: the lab's own ddp step, the reference ------------------------------------------------
+
+// amp.cpp's forward_backward, all_reduce_gradients and step_and_update for DDP, written here.
+void reference_forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
+                                const torch::Tensor& y) {
+  model->zero_grad();
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), torch::kHalf);
+    loss = torch::mse_loss(model->forward(x), y);
+  }
+  scaler.scale(loss).backward();
+}
+
+void reference_all_reduce(torch::nn::Sequential& model, const c10::intrusive_ptr<c10d::Backend>& pg) {
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : model->parameters()) grads.push_back(p.grad());
+  std::vector<torch::Tensor> bucket{at::flatten_dense_tensors(grads)};
+  pg->allreduce(bucket)->wait();
+  bucket[0].div_(pg->getSize());  // the mean: what one big batch's gradient is
+  const std::vector<torch::Tensor> reduced = at::unflatten_dense_tensors(bucket[0], grads);
+  for (size_t i = 0; i < grads.size(); ++i) grads[i].copy_(reduced[i]);
+}
+
+// Whether any parameter's bits differ from `before` (bitwise, so that a NaN kept is not a change).
+bool changed(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& before) {
+  bool any = false;
+  for (size_t i = 0; i < params.size(); ++i)
+    any = any || !torch::equal(params[i].detach().view(torch::kInt32), before[i].view(torch::kInt32));
+  return any;
+}
+
 RankRun run_on_rank(const Experiment& e, const lab::RankSlot& r, const RunSetup& s) {
   const c10::intrusive_ptr<c10d::Backend>& pg = r.group;
   torch::manual_seed(s.seed);  // the same start on every rank, in every run
@@ -126,18 +162,36 @@ RankRun run_on_rank(const Experiment& e, const lab::RankSlot& r, const RunSetup&
   for (size_t i = 0; i < params.size(); ++i)
     if (owners.empty() || owners[i] == r.rank) mine.push_back(params[i]);
   torch::optim::SGD opt(mine, torch::optim::SGDOptions(kLr).momentum(kMomentum));
-  amp::GradScaler scaler = make_scaler(r.device, pg, e.global_verdict && !s.flip);
+  // ddp's scaler is the lab's too: a wrong start scale or growth interval in make_scaler then shows.
+  amp::GradScaler scaler =
+      e.sharded ? make_scaler(r.device, pg, e.global_verdict && !s.flip)
+                : amp::GradScaler(r.device, {.init_scale = kInitScale, .growth_interval = kGrowthInterval});
   RankRun run;
   for (int64_t step = 0; step < s.steps; ++step) {
     torch::manual_seed(s.seed + 1 + static_cast<uint64_t>(step * r.world + r.rank));  // this rank's batch
     const torch::Tensor x = torch::randn({kBatch, kIn}).to(r.device), y = torch::tanh(x.matmul(teacher));
     run.scales.push_back(static_cast<float>(scaler.get_scale()));
-    forward_backward(model, scaler, x, y);
+    if (e.sharded)
+      forward_backward(model, scaler, x, y);
+    else
+      reference_forward_backward(model, scaler, x, y);
     const bool own_inf = any_nonfinite(params);
-    all_reduce_gradients(model, pg);
-    const bool stepped = step_and_update(model, opt, scaler, pg, owners);
+    if (e.sharded)
+      all_reduce_gradients(model, pg);
+    else
+      reference_all_reduce(model, pg);
+    std::vector<torch::Tensor> before;
+    for (const auto& p : mine) before.push_back(p.detach().clone());
+    bool stepped = false;
+    if (e.sharded) {
+      stepped = step_and_update(model, opt, scaler, pg, owners);
+    } else {
+      stepped = scaler.step(opt);
+      scaler.update();
+    }
     const bool checked_inf = any_nonfinite(mine);  // unscaled now: what its scaler looked at
-    run.verdicts += static_cast<char>('0' + own_inf + 2 * checked_inf + 4 * stepped);
+    const bool moved = changed(mine, before);
+    run.verdicts += static_cast<char>('0' + own_inf + 2 * checked_inf + 4 * stepped + 8 * moved);
   }
   run.scales.push_back(static_cast<float>(scaler.get_scale()));
   run.grad_dtype = dtypes_of_grads(params);
@@ -225,10 +279,11 @@ Result measure(const lab::Context& ctx) {
 // ---- report ------------------------------------------------------------------------------------------
 
 struct Summary {
-  int64_t inf_steps = 0;    // some rank's scaler checked an inf
-  int64_t skipped = 0;      // some rank skipped
-  int64_t disagree = 0;     // the ranks decided differently
-  bool as_designed = true;  // each rank skipped exactly where its design says (see summarize)
+  int64_t inf_steps = 0;     // some rank's scaler checked an inf
+  int64_t skipped = 0;       // some rank skipped
+  int64_t disagree = 0;      // the ranks decided differently
+  int64_t moved_on_inf = 0;  // steps a rank's parameters changed while its checked gradients held an inf
+  bool as_designed = true;   // each rank skipped exactly where its design says (see summarize)
   bool replicas_equal = true;
 };
 
@@ -244,6 +299,9 @@ bool checked_inf(const RankRun& r, size_t step) {
 bool stepped(const RankRun& r, size_t step) {
   return (bits(r, step) & 4) != 0;
 }
+bool moved(const RankRun& r, size_t step) {
+  return (bits(r, step) & 8) != 0;
+}
 
 // ddp: every rank skips exactly where some rank's own backward gave an inf (the all-reduce spreads it);
 // sharded-local: each rank where its own shard held one; sharded-global: every rank where any shard did.
@@ -256,6 +314,7 @@ Summary summarize(const std::vector<RankRun>& ranks, const Experiment& e) {
       any_checked |= checked_inf(r, step);
       all_step &= stepped(r, step);
       any_step |= stepped(r, step);
+      s.moved_on_inf += checked_inf(r, step) && moved(r, step);
       if (e.sharded && !e.global_verdict) s.as_designed &= stepped(r, step) != checked_inf(r, step);
     }
     if (!e.sharded) s.as_designed &= all_step == !any_own && any_step == all_step;
@@ -391,6 +450,12 @@ void report_runs(const Result& m, const Outcomes& o, lab::Report& r) {
             lab::sci(o.local.drift));
   r.observe("global_disagree_steps", "sharded-global: steps the ranks decided differently",
             static_cast<double>(o.global.sum.disagree));
+  r.observe("global_skipped", "sharded-global: steps some rank skipped",
+            static_cast<double>(o.global.sum.skipped));
+  r.observe("global_moved_on_inf", "sharded-global: rank-steps whose parameters changed despite an inf",
+            static_cast<double>(o.global.sum.moved_on_inf));
+  r.observe("global_final_scale", "sharded-global: rank 0's final scale", o.global.ranks[0].scales.back(), "",
+            pow2(o.global.ranks[0].scales.back()));
   r.observe("global_drift", "sharded-global: weights vs ddp (max relative difference)", o.global.drift, "",
             lab::sci(o.global.drift));
 }
@@ -473,6 +538,21 @@ void report(const Result& m, lab::Report& r) {
   report_checks(m, o, a, r);
 }
 
+// The steps, over every rank of the sharded runs, whose flag says otherwise than the weights did.
+int64_t flag_mismatches(const Outcomes& o, std::string& first) {
+  int64_t n = 0;
+  for (const Outcome* x : {&o.local, &o.global})
+    for (size_t rank = 0; rank < x->ranks.size(); ++rank)
+      for (size_t step = 0; step < x->ranks[rank].verdicts.size(); ++step) {
+        const RankRun& run = x->ranks[rank];
+        if (stepped(run, step) == moved(run, step)) continue;
+        if (n++ == 0)
+          first = fmt::format("{} rank {} step {}: returned {}, weights {}", x->experiment.name, rank, step,
+                              stepped(run, step), moved(run, step) ? "changed" : "kept");
+      }
+  return n;
+}
+
 // The claims, each computed from this run's decisions, scales and weights.
 void report_checks(const Result& m, const Outcomes& o, const Apart& a, lab::Report& r) {
   const Summary &ddp = o.ddp.sum, &local = o.local.sum, &global = o.global.sum;
@@ -481,6 +561,7 @@ void report_checks(const Result& m, const Outcomes& o, const Apart& a, lab::Repo
   r.note(fmt::format("ddp, shown: {} skipped, {} disagreements, skips {} the overflows, replicas {}",
                      ddp.skipped, ddp.disagree, ddp.as_designed ? "match" : "do not match",
                      ddp.replicas_equal ? "bitwise equal" : "differ"));
+  // Catches a make_scaler that all-reduces found_inf whatever global_verdict says (the local run agrees).
   r.check(
       "sharded-local-diverges",
       "sharded without a global verdict: each rank skips exactly the steps its own shard overflowed, so the "
@@ -501,13 +582,25 @@ void report_checks(const Result& m, const Outcomes& o, const Apart& a, lab::Repo
                       "had an inf, ddp {} of {}",
                       a.parted_at, factor_words(a.max_mix_log2), a.inf_after_part, after, ddp.inf_steps,
                       m.steps));
+  // Catches a verdict that is not all-reduced, or not with SUM, a step outside scaler.step(opt), and,
+  // since ddp's step is the lab's own, a gradient all-reduce that does not average or other scaler options.
   r.check("sharded-global-matches-ddp",
           "sharded with the process-group option: every rank skips the same steps, exactly those where some "
           "shard overflowed, and the weights end bitwise equal to ddp's",
           global.skipped > 0 && global.as_designed && global.disagree == 0 &&
               o.global.ranks[0].weights == o.ddp.ranks[0].weights,
-          fmt::format("{} skipped, {} disagreements, drift from ddp {}", global.skipped, global.disagree,
+          fmt::format("skipped: {}, disagreements: {}, drift from ddp {}", global.skipped, global.disagree,
                       lab::sci(o.global.drift)));
+  // Catches a step_and_update that returns a fixed flag, or not scaler.step's: its flag is what the lab
+  // reads as skipped or stepped, so it must say what the optimizer did to the weights.
+  std::string first;
+  const int64_t mismatches = flag_mismatches(o, first);
+  r.check("stepped-flag-matches-weights",
+          "sharded, on every rank: step_and_update returns true exactly on the steps that changed its "
+          "optimizer's parameters",
+          mismatches == 0,
+          mismatches == 0 ? "the flag and the weights agree on every step"
+                          : fmt::format("{} steps disagree; first: {}", mismatches, first));
 }
 
 }  // namespace
