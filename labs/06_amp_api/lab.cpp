@@ -487,27 +487,38 @@ std::string skip_mismatch(const StepRecord& rec) {
   return "";
 }
 
+// What the checks read, over every run.
+struct RunsSummary {
+  bool trained = true, dtypes_right = true, kept = true;
+  int identical = 0;
+  std::string per_run, ran, off, gaps, probe;
+};
+
+RunsSummary summarize(const Result& m) {
+  RunsSummary s{.kept = m.probe_off_unscaled >= kProbeUnscaledMin};
+  for (const RunResult& run : m.runs) {
+    s.trained = s.trained && run.final_loss < kTrained * m.initial_loss;
+    s.identical += run.resumed_equal;
+    s.per_run += fmt::format("{}{} {}", s.per_run.empty() ? "" : ", ", run.name,
+                             run.resumed_equal ? "equal" : "differs");
+    const bool right = run.ran == std::set<torch::ScalarType>{run.dtype};
+    s.dtypes_right = s.dtypes_right && right;
+    s.ran += fmt::format("{}{}: {}{}", s.ran.empty() ? "" : "; ", run.name, ran_in(run),
+                         right ? "" : fmt::format(" (not {})", dtype_name(run.dtype)));
+    const double g = gap(run.final_loss, reference_for(m, run));
+    if (!(g <= kSameTol)) s.off += fmt::format("{}{}", s.off.empty() ? "" : ", ", run.name);  // NaN is off
+    s.gaps += fmt::format("{}{} {}", s.gaps.empty() ? "" : ", ", run.name, lab::percent(g, 2));
+    s.kept = s.kept && run.probe_off <= kProbeOffMax;  // NaN fails
+    s.probe += fmt::format("{}{} {}", s.probe.empty() ? "" : ", ", run.name, lab::percent(run.probe_off, 1));
+  }
+  return s;
+}
+
 void report_checks(const Result& m, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
-  bool trained = true, dtypes_right = true, kept = m.probe_off_unscaled >= kProbeUnscaledMin;
-  int identical = 0;
-  std::string per_run, ran, off, gaps, probe;
-  for (const RunResult& run : m.runs) {
-    trained = trained && run.final_loss < kTrained * m.initial_loss;
-    identical += run.resumed_equal;
-    per_run += fmt::format("{}{} {}", per_run.empty() ? "" : ", ", run.name,
-                           run.resumed_equal ? "equal" : "differs");
-    const bool right = run.ran == std::set<torch::ScalarType>{run.dtype};
-    dtypes_right = dtypes_right && right;
-    ran += fmt::format("{}{}: {}{}", ran.empty() ? "" : "; ", run.name, ran_in(run),
-                       right ? "" : fmt::format(" (not {})", dtype_name(run.dtype)));
-    const double g = gap(run.final_loss, reference_for(m, run));
-    if (!(g <= kSameTol)) off += fmt::format("{}{}", off.empty() ? "" : ", ", run.name);  // NaN is off
-    gaps += fmt::format("{}{} {}", gaps.empty() ? "" : ", ", run.name, lab::percent(g, 2));
-    kept = kept && run.probe_off <= kProbeOffMax;  // NaN fails
-    probe += fmt::format("{}{} {}", probe.empty() ? "" : ", ", run.name, lab::percent(run.probe_off, 1));
-  }
+  const RunsSummary s = summarize(m);
+  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe] = s;
   r.check("every-precision-trains",
           fmt::format("every precision trains: final loss below {}x the initial", kTrained),
           trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),

@@ -333,6 +333,33 @@ std::vector<double> delayed_scales(const std::vector<double>& amaxes, double top
   return scales;
 }
 
+// A delayed case that differs: which misreading of the history the learner's scales `got` follow, if one
+// ("" when none does).
+std::string delayed_reading(const QuantizeCase& c, const std::vector<double>& got,
+                            const std::vector<double>& want, double top, double max) {
+  const auto follows = [&](const std::vector<double>& scales) {
+    for (size_t k = 0; k < got.size(); ++k)
+      if (!(std::abs(got[k] / scales[k] - 1) <= kScaleTol)) return false;
+    return true;
+  };
+  const std::string own = "this call's amax is in the scale, not only the history's";
+  std::vector<std::pair<std::vector<double>, std::string>> readings = {
+      {want, "the scales are right, the values are not"},
+      {delayed_scales(c.amaxes, top, 0, true, true),
+       "the scale follows each call's own amax (current scaling)"},
+      {delayed_scales(c.amaxes, top, kHistory - 1, true, true), own},  // pushed before the scale was taken
+      {delayed_scales(c.amaxes, top, kHistory, true, true), own},      // max(history, amax)
+      {delayed_scales(c.amaxes, top, kHistory, false), "the history never takes a new amax"}};
+  for (size_t length : {kHistory - 1, kHistory + 1})
+    readings.push_back({delayed_scales(c.amaxes, top, length),
+                        fmt::format("the history holds {} amaxes, not {}", length, kHistory)});
+  if (c.margin != 0)
+    readings.push_back({delayed_scales(c.amaxes, max, kHistory), "the scale is computed without the margin"});
+  for (const auto& [scales, reading] : readings)
+    if (follows(scales)) return reading;
+  return "";
+}
+
 // What quantize() did on one case: empty when it matched the float64 step at every call.
 std::string judge_case(const QuantizeCase& c) {
   const double max = c.e5m2 ? kE5M2Max : kE4M3Max, top = max / std::exp2(c.margin);
@@ -380,28 +407,8 @@ std::string judge_case(const QuantizeCase& c) {
     }
   }
   if (first.empty() || c.mode != Scaling::Delayed) return first;
-  // A delayed case that differs: which misreading of the history its scales follow, if one.
-  const auto follows = [&](const std::vector<double>& scales) {
-    for (size_t k = 0; k < got.size(); ++k)
-      if (!(std::abs(got[k] / scales[k] - 1) <= kScaleTol)) return false;
-    return true;
-  };
-  const std::string own = "this call's amax is in the scale, not only the history's";
-  std::vector<std::pair<std::vector<double>, std::string>> readings = {
-      {want, "the scales are right, the values are not"},
-      {delayed_scales(c.amaxes, top, 0, true, true),
-       "the scale follows each call's own amax (current scaling)"},
-      {delayed_scales(c.amaxes, top, kHistory - 1, true, true), own},  // pushed before the scale was taken
-      {delayed_scales(c.amaxes, top, kHistory, true, true), own},      // max(history, amax)
-      {delayed_scales(c.amaxes, top, kHistory, false), "the history never takes a new amax"}};
-  for (size_t length : {kHistory - 1, kHistory + 1})
-    readings.push_back({delayed_scales(c.amaxes, top, length),
-                        fmt::format("the history holds {} amaxes, not {}", length, kHistory)});
-  if (c.margin != 0)
-    readings.push_back({delayed_scales(c.amaxes, max, kHistory), "the scale is computed without the margin"});
-  for (const auto& [scales, reading] : readings)
-    if (follows(scales)) return first + ": " + reading;
-  return first;
+  const std::string reading = delayed_reading(c, got, want, top, max);
+  return reading.empty() ? first : first + ": " + reading;
 }
 
 // Each rule reached on its own: both formats' maxima, a margin, a negative amax, all zeros (current); a
@@ -659,6 +666,27 @@ void report_formats(const Result& m, lab::Report& r) {
             "AMX it runs oneDNN instead");
 }
 
+void check_quantize(const Result& m, lab::Report& r) {
+  // Catches each rule of quantize() on its own, against the lab's float64 step on crafted tensors (the
+  // evidence names the first case and call that differ, and for delayed scaling the misreading of the
+  // history its scales follow): the other format's max (14_e4m3_max_everywhere.cpp), no margin
+  // (14_margin_ignored.cpp, 14_margin_only_current.cpp), t.max() for the amax (14_max_not_abs.cpp), no
+  // floor under an all-zero amax (14_no_zero_guard.cpp), no saturation (14_no_saturation.cpp), a history
+  // never updated, of the wrong length or joined by this call's amax (14_history_*.cpp,
+  // 14_delayed_includes_current.cpp).
+  std::string wrong;
+  for (const auto& [name, why] : m.quantize_wrong)
+    wrong += fmt::format("{}{} ({})", wrong.empty() ? "" : "; ", name, why);
+  r.check("quantize-matches-float64",
+          "on crafted tensors quantize() gives the lab's float64 step: both formats' maxima, a margin, a "
+          "negative amax, all zeros, and a delayed history's spike and length",
+          m.quantize_wrong.empty(),
+          m.quantize_wrong.empty()
+              ? fmt::format("all {} cases within one FP8 step, inverse scales within {:g}", m.quantize_cases,
+                            kScaleTol)
+              : fmt::format("wrong: {} of {} cases: {}", m.quantize_wrong.size(), m.quantize_cases, wrong));
+}
+
 void report_checks(const Result& m, lab::Report& r) {
   double grad_flushed = 0, worst_own = 0;
   for (const auto& s : m.tensors) {
@@ -705,24 +733,7 @@ void report_checks(const Result& m, lab::Report& r) {
       fmt::format("current {}, delayed {} the loss of FP8's mantissa rounding without exponent limits (need "
                   "<= {}x), which itself ends at {} bf16's",
                   times(cur), times(del), kTrainsWithin, times(m.no_limit / b)));
-  // Catches each rule of quantize() on its own, against the lab's float64 step on crafted tensors (the
-  // evidence names the first case and call that differ, and for delayed scaling the misreading of the
-  // history its scales follow): the other format's max (14_e4m3_max_everywhere.cpp), no margin
-  // (14_margin_ignored.cpp, 14_margin_only_current.cpp), t.max() for the amax (14_max_not_abs.cpp), no
-  // floor under an all-zero amax (14_no_zero_guard.cpp), no saturation (14_no_saturation.cpp), a history
-  // never updated, of the wrong length or joined by this call's amax (14_history_*.cpp,
-  // 14_delayed_includes_current.cpp).
-  std::string wrong;
-  for (const auto& [name, why] : m.quantize_wrong)
-    wrong += fmt::format("{}{} ({})", wrong.empty() ? "" : "; ", name, why);
-  r.check("quantize-matches-float64",
-          "on crafted tensors quantize() gives the lab's float64 step: both formats' maxima, a margin, a "
-          "negative amax, all zeros, and a delayed history's spike and length",
-          m.quantize_wrong.empty(),
-          m.quantize_wrong.empty()
-              ? fmt::format("all {} cases within one FP8 step, inverse scales within {:g}", m.quantize_cases,
-                            kScaleTol)
-              : fmt::format("wrong: {} of {} cases: {}", m.quantize_wrong.size(), m.quantize_cases, wrong));
+  check_quantize(m, r);
 }
 
 // The conclusions, shown with the checks.
