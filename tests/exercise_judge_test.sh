@@ -37,7 +37,7 @@ grep -q "exercise 09 done" <<<"$out" && fail "a fake report passed"
 
 # A debug line in a correct solution: the verdict stands, the line is shown apart.
 with iostream 'std::cout << "debug: accumulating" << std::endl;' >"$file"
-out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 0 "$out" "^exercise 09 done: all 4 checks hold"
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 0 "$out" "^exercise 09 done: all [0-9]+ checks hold"
 expect 0 0 "$out" "^your program printed \([0-9]+ lines?\):"
 expect 0 0 "$out" "^  \| debug: accumulating"
 
@@ -70,7 +70,7 @@ pa=$!
 pb=$!
 wait $pa; ca=$?
 wait $pb; cb=$?
-expect $ca 0 "$(cat "$scratch/a.out")" "^exercise 09 done: all 4 checks hold"
+expect $ca 0 "$(cat "$scratch/a.out")" "^exercise 09 done: all [0-9]+ checks hold"
 expect $cb 1 "$(cat "$scratch/b.out")" "hint: the update is 4x the whole batch's"
 grep -q "another check of exercise 09 is running: waiting for it" "$scratch/a.out" "$scratch/b.out" ||
   fail "neither check waited for the other"
@@ -86,7 +86,7 @@ cp "$solution" "$file.new" && mv "$file.new" "$file"
 for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
 kill $pid 2>/dev/null
 wait $pid
-expect $? 0 "$(cat "$scratch/watch.out")" "^exercise 09 done: all 4 checks hold"
+expect $? 0 "$(cat "$scratch/watch.out")" "^exercise 09 done: all [0-9]+ checks hold"
 expect 0 0 "$(cat "$scratch/watch.out")" "is gone: waiting for it to be saved again"
 
 # An exercise entry of the wrong type in progress.json: set aside with one warning, the rest works.

@@ -5,6 +5,7 @@
 // this file with AMP_LAB_PARITY_CUDA defined: the same recipes on CUDA (skipped without a CUDA device).
 // Without a Python torch the tests report themselves skipped; under CI=true that is a failure instead.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -89,14 +90,20 @@ const nlohmann::json* python_trace() {
       std::cout << "SKIPPED: " << why << "; the C++ side was not compared\n";
       return nullptr;
     }
+    // One file per test process: ctest runs this file's cases as processes of their own, side by side, and a
+    // trace shared between them was read by one while another wrote it.
     const auto out =
-        std::filesystem::path(AMP_LAB_BINARY_DIR) / ("parity_amp_recipes_trace_" + kDevice.str() + ".json");
+        std::filesystem::path(AMP_LAB_BINARY_DIR) /
+        ("parity_amp_recipes_trace_" + kDevice.str() + "." + std::to_string(::getpid()) + ".json");
     const std::string cmd = "\"" + python +
                             "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/amp_recipes_trace.py\" \"" +
                             out.string() + "\" " + kDevice.str() + " 2>/dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
-    std::ifstream in(out);
-    doc = nlohmann::json::parse(in);
+    {
+      std::ifstream in(out);
+      doc = nlohmann::json::parse(in);
+    }
+    std::filesystem::remove(out);
   }
   if (!doc) std::cout << "SKIPPED: no Python trace (see the first test's output)\n";
   return doc ? &*doc : nullptr;
