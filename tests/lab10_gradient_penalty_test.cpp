@@ -33,4 +33,12 @@ TEST_CASE("flipped, the penalty from the scaled gradients is off by the scale") 
   CHECK(r.value("penalty_ratio") == doctest::Approx(r.value("init_scale")).epsilon(0.01));
 }
 
+TEST_CASE(
+    "on the small-gradient batch fp16 loses every unscaled gradient and the scaled penalty keeps float64's") {
+  const lab::Report r = run_quick(/*flip=*/false);
+  CHECK(r.value("tiny_unscaled_zeroed") == 100);  // percent: autograd::grad of the loss itself, in fp16
+  CHECK(r.value("tiny_unscaled_ratio") == 0);
+  CHECK(r.value("tiny_penalty_ratio") == doctest::Approx(1.0).epsilon(0.10));
+}
+
 }  // namespace lab10_gradient_penalty_test

@@ -8,13 +8,14 @@
 // float64 and fp32, and with penalty_step (amp.cpp) under fp16 autocast and in fp32, compares the update
 // each step makes (the gradients the optimizer received) with the lab's float64 one, tries the question's
 // other answers (update() before the penalty, a cast to fp16), runs one step at a scale that overflows fp16
-// (it must be skipped), then trains with the penalty in each.
+// (it must be skipped), one step on a batch whose gradients fp16 loses without a scale (output layer and
+// targets times 1e-4), then trains with the penalty in each.
 //
 // Run:  build/bin/lab10_gradient_penalty [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16 whatever --dtype says: the type a GradScaler exists for)
 // --flip: the fp16 run steps with penalty_step_scaled_grads (below), amp.cpp's step without the multiply by
 //         1/scale: the penalty comes from the scaled gradients. Checks penalty-matches-fp64,
-//         penalty-gradients-match-fp64 and training-matches-fp32 fail.
+//         penalty-gradients-match-fp64, training-matches-fp32 and small-gradients-penalty fail.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -40,7 +41,13 @@ constexpr double kPenaltyTol = 0.01;  // the fp16-autocast run's penalty within 
 constexpr double kGradTol = 0.01;     // the optimizer's gradients within 1% (relative norm) of float64's
 constexpr double kTrainTol = 0.05;    // fp16 final loss within 5% of fp32's
 constexpr double kOverflowScale =
-    1e30;  // a scale at which fp16's backward overflows: the step must be skipped
+    1e30;                             // a scale at which fp16's backward overflows: the step must be skipped
+constexpr double kTinyFactor = 3e-5;  // the small-gradient batch: the output layer times 3e-5 (outputs ~2e-5)
+constexpr double kTinyResidual = 1e-6;  // ... and targets that far from its float64 outputs: dL/dy ~ 8e-9
+constexpr double kTinyScale = 16384;    // 2^14: dL/dy x scale in fp16's normal range, the penalty's
+                                        // backward (about scale x 1) well below fp16's max
+constexpr double kTinyTol = 0.10;       // its penalty within 10% of float64's (outputs rounded in fp16)
+constexpr double kTinyLostMin = 0.50;   // unscaled, the lab's own fp16 penalty is off by 50% or more
 
 using namespace lab10;
 
@@ -131,6 +138,10 @@ struct Result {
   // The dtypes the recipe's penalty is computed in under fp16 autocast: autograd::grad's gradients are the
   // fp32 weights' dtype, and pow, sum and sqrt are on no list that casts to fp16, so its arithmetic is fp32.
   torch::ScalarType grad_dtype = torch::kFloat, penalty_dtype = torch::kFloat;
+  // One step on the small-gradient batch (kTinyFactor), at scale kTinyScale: the fp16 step's penalty and
+  // update against the lab's float64 step, and the penalty of the unscaled loss's fp16 gradients (the lab's).
+  double tiny_ratio = 0, tiny_grad_err = 0, tiny_unscaled_ratio = 0, tiny_zeroed = 0;
+  bool tiny_stepped = false;
 };
 
 struct Setup {
@@ -201,6 +212,62 @@ void overflow_step(const Setup& s, const Run& fp16, Result& r) {
   r.overflow_finite = after.isfinite().all().item<bool>();
 }
 
+// The small-gradient batch: the output layer's weights and bias multiplied by kTinyFactor, and targets
+// kTinyResidual (times a normal draw) from the model's own float64 outputs, so that dL/d(output), 2 x
+// residual / 256 outputs, and every gradient behind it lie below half fp16's smallest subnormal unscaled: a
+// penalty step that leaves the scale out (autograd::grad of the loss itself) loses them all, one that scales
+// keeps them. The outputs (~1e-4) stay in fp16's normal range, their rounding ~5% of the residual.
+Setup tiny_setup(const Setup& s) {
+  Setup t{.start = copy_of(s.start), .x = s.x};
+  torch::NoGradGuard no_grad;
+  auto last = t.start->children().back()->parameters();  // the output Linear: weight, bias
+  for (auto& p : last) p.mul_(kTinyFactor);
+  const torch::Tensor out64 = copy_of(t.start, torch::kDouble)->forward(s.x.to(torch::kDouble));
+  t.y = (out64 + kTinyResidual * torch::randn_like(out64)).to(torch::kFloat);
+  return t;
+}
+
+// The lab's own fp16 penalty of the unscaled loss (autograd::grad of the loss, no scale): what is left of
+// the small gradients without a scale. Also returns the share of the weights' gradients that were zero.
+std::pair<double, double> unscaled_fp16_penalty(const Setup& t) {
+  torch::nn::Sequential m = copy_of(t.start);
+  torch::Tensor loss;
+  {
+    amp::Autocast ac(t.x.device(), torch::kHalf);
+    loss = torch::mse_loss(m->forward(t.x), t.y);
+  }
+  const auto grads = torch::autograd::grad({loss}, m->parameters());
+  int64_t zero = 0, all = 0;
+  for (const auto& g : grads) {
+    zero += (g == 0).sum().item<int64_t>();
+    all += g.numel();
+  }
+  return {norm_of(grads, torch::kDouble), static_cast<double>(zero) / static_cast<double>(all)};
+}
+
+// One step of `fp16` (penalty_step) on the small-gradient batch at kTinyScale, and the lab's float64 step.
+void tiny_step(const Setup& s, const Run& fp16, Result& r) {
+  const Setup t = tiny_setup(s);
+  torch::nn::Sequential ref = copy_of(t.start, torch::kDouble);
+  torch::optim::SGD ref_opt(ref->parameters(), torch::optim::SGDOptions(kLr));
+  const torch::Tensor start = flat(ref);
+  const Step want =
+      reference_step(ref, ref_opt, /*with_penalty=*/true, t.x.to(torch::kDouble), t.y.to(torch::kDouble));
+  const torch::Tensor want_update = flat(ref) - start;
+
+  torch::nn::Sequential m = copy_of(t.start);
+  torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
+  amp::GradScaler scaler(t.x.device(), {.init_scale = kTinyScale});
+  const Step got = fp16.step(m, opt, scaler, /*autocast=*/true, t.x, t.y);
+  const torch::Tensor update = flat(m) - start;
+  r.tiny_stepped = got.stepped;
+  r.tiny_ratio = got.penalty / want.penalty;
+  r.tiny_grad_err = ((update - want_update).norm() / want_update.norm()).item<double>();
+  const auto [unscaled, zeroed] = unscaled_fp16_penalty(t);
+  r.tiny_unscaled_ratio = unscaled / want.penalty;
+  r.tiny_zeroed = zeroed;
+}
+
 // The question's other answers at step 0, fp16: the gradients as autograd::grad returns them, an update()
 // before the penalty, and a cast to fp16.
 void other_answers(const Setup& s, Result& r) {
@@ -255,6 +322,7 @@ Result measure(const lab::Context& ctx) {
   for (Run& run : r.runs) train(s, r.steps, run);
   r.loss_only_update = loss_only_update(s);
   overflow_step(s, r.runs[2], r);
+  tiny_step(s, r.runs[2], r);
   other_answers(s, r);
   return r;
 }
@@ -372,6 +440,23 @@ void report_other_answers(const Result& m, lab::Report& r) {
             lab::sci(sum_sq));
 }
 
+void report_tiny(const Result& m, lab::Report& r) {
+  r.detail_section(
+      fmt::format("One step on a batch with small gradients (output layer x {:g}, targets {:g} "
+                  "from its outputs)",
+                  kTinyFactor, kTinyResidual));
+  r.observe("tiny_unscaled_ratio",
+            "fp16, autograd::grad of the unscaled loss (the lab's): penalty / float64's",
+            finite_or_minus1(m.tiny_unscaled_ratio), "x", ratio_text(m.tiny_unscaled_ratio));
+  r.observe("tiny_unscaled_zeroed", "... the weights' gradients that came out exactly zero",
+            100 * m.tiny_zeroed, "%");
+  r.observe("tiny_penalty_ratio",
+            fmt::format("penalty_step at scale {}: penalty / float64's", lab::num(kTinyScale)),
+            finite_or_minus1(m.tiny_ratio), "x", ratio_text(m.tiny_ratio));
+  r.observe("tiny_grad_error", "... its update vs float64's (relative; not checked: fp16 rounds the outputs)",
+            finite_or_minus1(m.tiny_grad_err), "", m.tiny_stepped ? lab::sci(m.tiny_grad_err) : "skipped");
+}
+
 void add_checks(const Result& m, lab::Report& r) {
   const Run &f32 = m.runs[1], &f16 = m.runs[2], &mine32 = m.runs[3];
   const Step0 s0 = step0_of(m);
@@ -422,6 +507,23 @@ void add_checks(const Result& m, lab::Report& r) {
                       m.overflow_stepped ? "true" : "false", flags_wrong));
 }
 
+// The small-gradient batch. Fails on a penalty from autograd::grad of the loss itself, not of
+// scaler.scale(loss): correct in every precision with gradients that fp16 holds, it loses the small ones (the
+// lab's own unscaled fp16 penalty shows how much); fails too when the batch stops being small (that penalty
+// close to float64's).
+void tiny_check(const Result& m, lab::Report& r) {
+  r.check("small-gradients-penalty",
+          "on a batch whose gradients fp16 loses unscaled, the penalty of the scaled gradients x 1/scale "
+          "matches float64's",
+          m.tiny_stepped && std::abs(m.tiny_ratio - 1) <= kTinyTol &&
+              !(std::abs(m.tiny_unscaled_ratio - 1) < kTinyLostMin),
+          fmt::format("penalty {} float64's (need within {}; {}); unscaled, the lab's fp16 penalty is {} "
+                      "float64's (need off by >= {})",
+                      ratio_text(m.tiny_ratio), lab::percent(kTinyTol, 0),
+                      m.tiny_stepped ? "stepped" : "the step was skipped", ratio_text(m.tiny_unscaled_ratio),
+                      lab::percent(kTinyLostMin, 0)));
+}
+
 void report(const Result& m, lab::Report& r) {
   r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
   r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
@@ -431,11 +533,13 @@ void report(const Result& m, lab::Report& r) {
   report_step0(m, r);
   report_training(m, r);
   report_other_answers(m, r);
+  report_tiny(m, r);
   r.takeaway(
       "torch::autograd::grad of scaler.scale(loss) returns gradients multiplied by the scale: multiply "
       "them by 1/scale before the penalty, then back-propagate scaler.scale(loss + penalty). update() "
       "only sets the next scale; it never touches gradients already computed.");
   add_checks(m, r);
+  tiny_check(m, r);
 }
 
 }  // namespace

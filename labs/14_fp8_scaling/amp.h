@@ -45,8 +45,4 @@ torch::Tensor fp8_mm_emulated(const torch::Tensor& a8, const torch::Tensor& inv_
 bool fp8_train_step(Params& p, torch::optim::Optimizer& opt, amp::GradScaler& scaler,
                     std::vector<Fp8Layer>& layers, const torch::Tensor& x, const torch::Tensor& y);
 
-// The yardsticks' step: the same MLP under autocast to dtype (kBFloat16), or in fp32 when dtype is kFloat.
-void autocast_train_step(Params& p, torch::optim::Optimizer& opt, torch::ScalarType dtype,
-                         const torch::Tensor& x, const torch::Tensor& y);
-
 }  // namespace lab14

@@ -8,7 +8,6 @@
 
 #include <torch/autograd.h>
 
-#include "amp/autocast.h"
 #include "amp/device_caps.h"
 
 namespace lab14 {
@@ -86,20 +85,6 @@ bool fp8_train_step(Params& p, torch::optim::Optimizer& opt, amp::GradScaler& sc
   const bool stepped = scaler.step(opt);  // skipped when a scaled gradient overflowed to inf/NaN
   scaler.update();
   return stepped;
-}
-
-void autocast_train_step(Params& p, torch::optim::Optimizer& opt, torch::ScalarType dtype,
-                         const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);  // linear: bf16
-    torch::Tensor h = torch::tanh(torch::linear(x, p[0], p[1]));
-    h = torch::tanh(torch::linear(h, p[2], p[3]));
-    loss = torch::mse_loss(torch::linear(h, p[4], p[5]), y);
-  }
-  loss.backward();  // bf16 has fp32's exponent range: no loss scale
-  opt.step();
 }
 
 }  // namespace lab14
