@@ -2,8 +2,10 @@
 #include <doctest/doctest.h>
 
 #include <limits>
+#include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include <ATen/record_function.h>
 #include <torch/torch.h>
@@ -38,7 +40,29 @@ std::vector<torch::Tensor> one_step() {
   return out;
 }
 
+// The threads that ran an autograd node, seen by a thread-local RecordFunction callback as the watch's.
+std::mutex g_threads_mutex;
+std::set<std::thread::id> g_backward_threads;
+
+std::unique_ptr<at::ObserverContext> note_thread(const at::RecordFunction&) {
+  std::lock_guard<std::mutex> lock(g_threads_mutex);
+  g_backward_threads.insert(std::this_thread::get_id());
+  return nullptr;
+}
+
 }  // namespace
+
+TEST_CASE("CPU backward runs its autograd nodes on the calling thread, where the watch's callback is") {
+  const torch::Tensor x = torch::randn({8}).requires_grad_();
+  at::RecordFunctionCallback cb(&note_thread);
+  cb.scopes({at::RecordScope::BACKWARD_FUNCTION});
+  const at::CallbackHandle handle = at::addThreadLocalCallback(std::move(cb));
+  (torch::exp(x) * x).sum().backward();
+  at::removeCallback(handle);
+  std::lock_guard<std::mutex> lock(g_threads_mutex);
+  REQUIRE_FALSE(g_backward_threads.empty());
+  CHECK(g_backward_threads == std::set<std::thread::id>{std::this_thread::get_id()});
+}
 
 TEST_CASE("an fp16 overflow in exp is named as aten::exp, not the add and mul the inf flows through") {
   amp::NonfiniteWatch watch;
