@@ -135,6 +135,29 @@ TEST_CASE("a NaN from inf times 0 is attributed to the op that made the inf from
   CHECK_FALSE(all[0].has_nan);
 }
 
+TEST_CASE("an argument the op only writes does not count as an input, an in-place op's self does") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  torch::Tensor out = torch::full({3}, nan);
+  torch::Tensor half = torch::full({3}, nan).to(torch::kHalf);
+  torch::Tensor inf = torch::full({3}, std::numeric_limits<float>::infinity());
+  const torch::Tensor big = torch::full({3}, 1e5);  // 1e5 > 65504
+  const torch::Tensor hundred = torch::full({3}, 100.0);
+  amp::NonfiniteWatch watch;
+  torch::exp_out(out, hundred);  // the NaN in out= is overwritten: exp made the inf
+  half.copy_(big);               // copy_ into fp16 made the inf, over the NaN that was there
+  inf.add_(1.0);                 // its self was already inf: not a producer
+  const auto all = watch.producers();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].op == "aten::exp");
+  CHECK(dtype_name(all[0].dtype) == "Float");
+  CHECK(all[0].inputs == "Float[3], Float[3]");  // self, and out= (listed, not checked)
+  CHECK(all[1].op == "aten::copy_");
+  CHECK(dtype_name(all[1].dtype) == "Half");
+  CHECK(all[1].inputs == "Half[3], Float[3]");
+  CHECK(all[1].has_inf);
+  CHECK_FALSE(all[1].has_nan);
+}
+
 TEST_CASE("a NaN made from finite inputs is named with has_nan and its sequence among the ops") {
   amp::NonfiniteWatch watch;
   const torch::Tensor x = torch::tensor({1.0, -1.0});

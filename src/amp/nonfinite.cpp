@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include <ATen/ATen.h>
+#include <ATen/core/function_schema.h>
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/graph_task.h>
@@ -77,6 +78,15 @@ bool unchecked_output(std::string_view name) {
   return name.rfind("aten::empty", 0) == 0 || name.rfind("aten::new_empty", 0) == 0;
 }
 
+// Whether argument i is one the op overwrites without reading: an out= argument (keyword-only and written),
+// or the destination of copy_, fill_, zero_. Its old contents (often uninitialised memory) do not count.
+bool only_written(std::string_view name, const c10::FunctionSchema& schema, std::size_t i) {
+  const auto& args = schema.arguments();
+  if (i >= args.size() || !args[i].alias_info() || !args[i].alias_info()->isWrite()) return false;
+  if (args[i].kwarg_only()) return true;
+  return i == 0 && (name == "aten::copy_" || name == "aten::fill_" || name == "aten::zero_");
+}
+
 std::string enclosing(const Frame* f) {
   std::string s;
   for (const Frame* p = f->parent; p; p = p->parent) s = p->name + (s.empty() ? "" : " > " + s);
@@ -103,11 +113,14 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   frame->autograd_nr = fn.seqNr();
   // A frame left by an earlier watch (none should be) is not a parent.
   frame->parent = (t_top && t_top->generation == state->generation) ? t_top : nullptr;
-  for (const c10::IValue& v : fn.inputs()) {
-    for_each_tensor(v, [&](const at::Tensor& t) {
+  const auto schema = fn.operator_schema();
+  const c10::ArrayRef<const c10::IValue> inputs = fn.inputs();
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const bool read = !(schema && only_written(frame->name, *schema, i));
+    for_each_tensor(inputs[i], [&](const at::Tensor& t) {
       if (!t.defined()) return;
       frame->inputs += (frame->inputs.empty() ? "" : ", ") + describe(t);
-      if (checkable(t) && frame->inputs_finite && !all_finite(t)) frame->inputs_finite = false;
+      if (read && checkable(t) && frame->inputs_finite && !all_finite(t)) frame->inputs_finite = false;
     });
   }
   if (!frame->backward_node && fn.seqNr() >= 0) {

@@ -16,8 +16,9 @@
 // inside it was already a producer: the innermost op that made the value, not the composite ops around it
 // (aten::linear around aten::addmm) and not the later ops it flowed through (an add or mul of the inf).
 // Ops with no tensor input (aten::full(inf)) count as producers; the outputs of aten::empty*,
-// aten::new_empty* (uninitialised memory) are not checked. An out= argument is read as an input: its old
-// contents count.
+// aten::new_empty* (uninitialised memory) are not checked, nor the old contents of an argument the op only
+// writes (an out= argument, the destination of copy_, fill_, zero_); an in-place op's self (add_) is an
+// input.
 //
 // Backward: LibTorch runs CPU backward ops on the calling thread, and the autograd engine carries the
 // thread-local callbacks into its device threads (ThreadLocalState), so backward ops are watched on CUDA as
@@ -78,7 +79,7 @@ class NonfiniteWatch {
   std::optional<NonfiniteOp> first() const;
   // Every producer seen, in order, at most max_recorded of them.
   std::vector<NonfiniteOp> producers() const;
-  // How many ops the watch saw (ATen ops and autograd nodes).
+  // How many ops the watch saw (ATen ops, autograd nodes and the engine's ranges around them).
   int64_t ops_seen() const;
 
   struct State;
