@@ -47,7 +47,7 @@ struct Frame : at::ObserverContext {
 thread_local Frame* t_top = nullptr;
 
 bool checkable(const at::Tensor& t) {
-  return t.defined() && t.layout() == at::kStrided && !t.is_meta() && t.numel() > 0 &&
+  return t.defined() && t.layout() == at::kStrided && !t.is_nested() && !t.is_meta() && t.numel() > 0 &&
          (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()));
 }
 

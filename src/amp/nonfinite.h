@@ -28,7 +28,9 @@
 //
 // Cost: every op's inputs and outputs are read, with isfinite().all().item(): on CUDA a device sync per
 // tensor per op. It is a debugging tool, not for training runs. It only reads: results are bitwise the same
-// with and without it (tested). Ops called by the watch itself are not watched.
+// with and without it (tested). Ops called by the watch itself are not watched; a tensor it cannot check (no
+// isfinite on its backend) counts as finite, so the watch never throws into an op. It keeps one name per op
+// that records an autograd node (for forward_op): its memory grows with the ops run under it.
 #pragma once
 
 #include <cstddef>
