@@ -44,7 +44,8 @@ struct Bf16UpdateError : std::runtime_error {
 //     inf's), as torchao's rounding does and as round to nearest (x.to(bf16)) does from 3.3962e38 on.
 //     It does not saturate at the largest finite value: it overflows, as every bf16 conversion does.
 // gen: the random source, a generator of src's device (at::make_generator<at::CPUGeneratorImpl>(seed) on
-// the CPU); the same seeded generator gives the same dst, and it advances by one randint of src's size.
+// the CPU; on any device g = at::globalContext().defaultGenerator(device).clone(), g.set_current_seed(seed));
+// the same seeded generator gives the same dst, and it advances by one randint of src's size.
 // nullopt draws from the device's default generator (torch::manual_seed).
 // Throws Bf16UpdateError when a tensor is undefined, dst is not bf16, src is not fp32, their shapes or
 // devices differ, or gen is on another device type. dst may be non-contiguous; it is written in place.
