@@ -1,12 +1,16 @@
 // A few mixed-precision training steps with the amp library, as a project outside amp-lab writes them:
 // a small regression MLP, forward and loss under amp::Autocast (bf16 on the CPU, fp16 on CUDA), the loss
-// scaled, stepped and updated by amp::GradScaler. Exit code 0 only if the loss went down.
+// scaled, stepped and updated by amp::GradScaler; then a bf16 copy of the trained weights made with
+// amp::stochastic_round_. Exit code 0 only if the loss went down and that copy is finite and within bf16
+// rounding of the fp32 weights.
 //   build/amp_consumer            (build: see CMakeLists.txt)
+#include <cmath>
 #include <cstdio>
 
 #include <torch/torch.h>
 
 #include "amp/autocast.h"
+#include "amp/bf16_update.h"
 #include "amp/grad_scaler.h"
 
 constexpr int kSteps = 40;  // enough for the loss to fall well below its start
@@ -49,5 +53,21 @@ int main() {
   const bool dropped = last < kRequiredDrop * first;
   std::printf("loss %.5f -> %.5f over %d steps (%d skipped by the scaler): %s\n", first, last, kSteps,
               skipped, dropped ? "went down" : "DID NOT go down enough");
-  return dropped ? 0 : 1;
+
+  // The trained weights rounded stochastically to bf16 (the default generator, seeded above): each value
+  // finite and less than one bf16 spacing from its fp32 value (at most |w| * 2^-7; 2^-133 near zero).
+  int64_t values = 0, off = 0;
+  for (const torch::Tensor& p : model->parameters()) {
+    const torch::Tensor w = p.detach();
+    torch::Tensor copy = torch::empty_like(w, torch::kBFloat16);
+    amp::stochastic_round_(copy, w);
+    const torch::Tensor spacing = w.abs().mul(1.0 / 128).clamp_min(std::ldexp(1.0, -133));
+    const torch::Tensor wrong =
+        torch::isfinite(copy).logical_not() | (copy.to(torch::kFloat) - w).abs().ge(spacing);
+    off += wrong.sum().item<int64_t>();
+    values += w.numel();
+  }
+  std::printf("bf16 copy of %lld weights, rounded stochastically: %lld not finite or off by a bf16 spacing\n",
+              static_cast<long long>(values), static_cast<long long>(off));
+  return dropped && off == 0 ? 0 : 1;
 }
