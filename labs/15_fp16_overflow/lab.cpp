@@ -4,7 +4,8 @@
 // fp16, but the scores q k^T sum products of them and pass fp16's largest value, 65504: under fp16 autocast
 // the matmul returns inf, softmax makes NaN of it, and the loss is NaN from the first step. The lab
 //   1. trains it under fp16 autocast with an amp::GradScaler: every step is skipped, the scale halves each
-//      time, the loss never comes back; a smaller initial scale and a lower learning rate do the same,
+//      time, the loss never comes back; a smaller initial scale, a lower learning rate and gradient
+//      clipping do the same,
 //   2. finds the op with amp::find_nonfinite (src/amp/nonfinite.h) around one forward and backward, and
 //      verifies it on its own: the scores computed in fp16 from the same q and k are not finite, and their
 //      float64 values pass 65504,
@@ -16,12 +17,14 @@
 // Run:  build/bin/lab15_fp16_overflow [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (--dtype does not apply: the lab uses fp16 and bf16)
 // --flip: the inputs 16x smaller: the scores stay below 65504, nothing overflows, the scaler skips (almost)
-//         no step and the watch finds no op: checks scale-collapses, scale-and-lr-do-not-help,
+//         no step and the watch finds no op: checks scale-collapses, other-settings-do-not-help,
 //         watch-names-op and op-overflows-fp16 fail.
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -37,16 +40,17 @@ namespace {
 using namespace lab15;
 
 constexpr int64_t kBatch = 32, kTokens = 8, kDim = 16, kHeadDim = 16;  // x: [32, 8, 16]
-constexpr double kInputScale = 256;        // the inputs' standard deviation: raw units, not normalized
-constexpr double kFlipShrink = 16;         // --flip divides the inputs by 16: the scores / 256, in range
-constexpr double kTargetNoise = 0.05;      // the targets' noise, relative to their standard deviation
-constexpr int64_t kSteps = 120;            // Adam steps per training run
-constexpr int64_t kStepsQuick = 40;        // ... in quick mode
-constexpr int64_t kFewSteps = 8;           // the runs with a smaller scale or learning rate
-constexpr double kLr = 2e-2;               // Adam's learning rate
-constexpr double kLowerLr = 2e-4;          // the "lower learning rate" tried: 100x smaller
-constexpr double kSmallInitScale = 1;      // the "smaller initial loss scale" tried: no scaling at all
-constexpr double kFitTolerance = 0.10;     // a fix's final loss at most 10% above fp32's (see the check)
+constexpr double kInputScale = 256;     // the inputs' standard deviation: raw units, not normalized
+constexpr double kFlipShrink = 16;      // --flip divides the inputs by 16: the scores / 256, in range
+constexpr double kTargetNoise = 0.05;   // the targets' noise, relative to their standard deviation
+constexpr int64_t kSteps = 120;         // Adam steps per training run
+constexpr int64_t kStepsQuick = 40;     // ... in quick mode
+constexpr int64_t kFewSteps = 8;        // the runs with a smaller scale or learning rate
+constexpr double kLr = 2e-2;            // Adam's learning rate
+constexpr double kLowerLr = 2e-4;       // the "lower learning rate" tried: 100x smaller
+constexpr double kClipNorm = 1;         // the "gradient clipping" tried: clip_grad_norm_ to 1 after unscale_
+constexpr double kSmallInitScale = 1;   // the "smaller initial loss scale" tried: no scaling at all
+constexpr double kFitTolerance = 0.10;  // a fix's final loss at most 10% above fp32's (see the check)
 constexpr double kScoresTolerance = 1e-5;  // guarded scores vs float64: fp32 rounding (bf16 would be ~4e-3)
 constexpr const char* kScoresOp = "aten::bmm";  // what torch::matmul of [B, T, D] x [B, D, T] dispatches to
 const double kFp16Max = static_cast<float>(std::numeric_limits<c10::Half>::max());  // 65504
@@ -113,6 +117,27 @@ Run train(const Problem& p, const lab::Context& ctx, torch::ScalarType dtype, bo
   return run;
 }
 
+// The unchanged fp16 model with gradient clipping (unscale_, clip_grad_norm_, step): the steps skipped and
+// the last gradient norm clip_grad_norm_ returned.
+std::pair<int64_t, double> clipped_run(const Problem& p, const lab::Context& ctx) {
+  Attention net = copy_of(p.student);
+  torch::optim::Adam opt(net->parameters(), torch::optim::AdamOptions(kLr));
+  amp::GradScaler scaler(ctx.device);
+  int64_t skipped = 0;
+  double norm = 0;
+  for (int64_t s = 0; s < kFewSteps; ++s) {
+    opt.zero_grad();
+    const torch::Tensor l =
+        torch::mse_loss(forward(net, torch::kHalf, p.x, /*guard=*/false).y.to(torch::kFloat), p.y);
+    scaler.scale(l).backward();
+    scaler.unscale_(opt);
+    norm = torch::nn::utils::clip_grad_norm_(net->parameters(), kClipNorm);
+    if (!scaler.step(opt)) ++skipped;
+    scaler.update();
+  }
+  return {skipped, norm};
+}
+
 // One fp16 forward (and backward: the scaled loss's, as a step makes it) under the watch: the first op that
 // made an inf or NaN.
 std::optional<amp::NonfiniteOp> watch_step(const Problem& p, const lab::Context& ctx, bool guard,
@@ -147,6 +172,8 @@ struct Result {
   int64_t steps = 0;
   double initial_loss = 0;  // the untrained student's, float64
   Run fp32, fp16, small_scale, lower_lr, guarded, bf16;
+  int64_t clip_skipped = 0;
+  double clip_norm = 0;                        // the gradient norm clip_grad_norm_ measured at the last step
   std::optional<amp::NonfiniteOp> op;          // the watch, unguarded
   std::optional<amp::NonfiniteOp> guarded_op;  // the watch, guarded (none expected)
   Verify verify;
@@ -180,6 +207,7 @@ Result measure(const lab::Context& ctx) {
   m.small_scale =
       train(p, ctx, torch::kHalf, /*guard=*/false, kFewSteps, kLr, {.init_scale = kSmallInitScale});
   m.lower_lr = train(p, ctx, torch::kHalf, /*guard=*/false, kFewSteps, kLowerLr, {});
+  std::tie(m.clip_skipped, m.clip_norm) = clipped_run(p, ctx);
   m.op = watch_step(p, ctx, /*guard=*/false, /*backward=*/true);
   m.verify = verify_scores(p);
   m.guarded = train(p, ctx, torch::kHalf, /*guard=*/true, m.steps, kLr, {});
@@ -209,12 +237,6 @@ void report_symptom(const Result& m, lab::Report& r) {
   r.observe("finite_losses_unfixed", "steps with a finite loss", static_cast<double>(m.fp16.finite));
   r.observe("final_scale_unfixed", "the scale after the last step", m.fp16.last_scale, "",
             fmt::format("{} ({})", pow2(m.fp16.last_scale), lab::sci(m.fp16.last_scale)));
-  r.observe("small_scale_skipped", fmt::format("init scale {:g}: steps skipped", kSmallInitScale),
-            static_cast<double>(m.small_scale.skipped), "",
-            fmt::format("{} of {}", m.small_scale.skipped, kFewSteps));
-  r.observe("lower_lr_skipped", fmt::format("learning rate {:g} (not {:g}): steps skipped", kLowerLr, kLr),
-            static_cast<double>(m.lower_lr.skipped), "",
-            fmt::format("{} of {}", m.lower_lr.skipped, kFewSteps));
 }
 
 void report_op(const Result& m, lab::Report& r) {
@@ -225,6 +247,19 @@ void report_op(const Result& m, lab::Report& r) {
   r.observe("op_within", "inside", m.op ? 1 : 0, "", m.op && !m.op->within.empty() ? m.op->within : "-");
   r.observe("op_max_abs", "the scores' largest |value| (float64)", m.verify.max_abs, "",
             fmt::format("{:.0f} (fp16's max: {:.0f})", m.verify.max_abs, kFp16Max));
+}
+
+void report_tries(const Result& m, lab::Report& r) {
+  r.detail_section(fmt::format("The same fp16 model, {} steps each, with one setting changed", kFewSteps));
+  r.observe("small_scale_skipped", fmt::format("init scale {:g}: steps skipped", kSmallInitScale),
+            static_cast<double>(m.small_scale.skipped), "",
+            fmt::format("{} of {}", m.small_scale.skipped, kFewSteps));
+  r.observe("lower_lr_skipped", fmt::format("learning rate {:g} (not {:g}): steps skipped", kLowerLr, kLr),
+            static_cast<double>(m.lower_lr.skipped), "",
+            fmt::format("{} of {}", m.lower_lr.skipped, kFewSteps));
+  r.observe("clip_skipped", fmt::format("gradients clipped to norm {:g}: steps skipped", kClipNorm),
+            static_cast<double>(m.clip_skipped), "", fmt::format("{} of {}", m.clip_skipped, kFewSteps));
+  r.observe("clip_norm", "the gradient norm clip_grad_norm_ saw", m.clip_norm, "", lab::num(m.clip_norm));
 }
 
 void report_fixes(const Result& m, lab::Report& r) {
@@ -248,12 +283,15 @@ void report_checks(const Result& m, lab::Report& r) {
       m.fp16.skipped == m.steps && m.fp16.finite == 0 && m.fp16.last_scale <= halved,
       fmt::format("{} of {} skipped, {} finite losses, scale {} (2^16 halved {} times: {})", m.fp16.skipped,
                   m.steps, m.fp16.finite, pow2(m.fp16.last_scale), m.steps, pow2(halved)));
-  const bool few_skipped = m.small_scale.skipped == kFewSteps && m.lower_lr.skipped == kFewSteps;
-  r.check("scale-and-lr-do-not-help",
-          "a smaller initial scale and a lower learning rate skip every step too (the forward overflows)",
+  const bool few_skipped =
+      m.small_scale.skipped == kFewSteps && m.lower_lr.skipped == kFewSteps && m.clip_skipped == kFewSteps;
+  r.check("other-settings-do-not-help",
+          "a smaller initial scale, a lower learning rate and clipping skip every step too (the forward "
+          "overflows)",
           few_skipped && m.small_scale.finite == 0 && m.lower_lr.finite == 0,
-          fmt::format("init scale {:g}: {} of {} skipped; lr {:g}: {} of {} skipped", kSmallInitScale,
-                      m.small_scale.skipped, kFewSteps, kLowerLr, m.lower_lr.skipped, kFewSteps));
+          fmt::format("init scale {:g}: {} of {} skipped; lr {:g}: {} of {}; clipped: {} of {}",
+                      kSmallInitScale, m.small_scale.skipped, kFewSteps, kLowerLr, m.lower_lr.skipped,
+                      kFewSteps, m.clip_skipped, kFewSteps));
   r.check("watch-names-op",
           fmt::format("amp::find_nonfinite names the scores matmul ({}) in the forward", kScoresOp),
           m.op && m.op->op == kScoresOp && m.op->phase == "forward",
@@ -293,6 +331,7 @@ void report_checks(const Result& m, lab::Report& r) {
 void report(const Result& m, lab::Report& r) {
   report_symptom(m, r);
   report_op(m, r);
+  report_tries(m, r);
   report_fixes(m, r);
   report_checks(m, r);
 }
