@@ -244,7 +244,7 @@ void report_op(const Result& m, lab::Report& r) {
   r.observe("op_name", "the first op to make an inf/NaN", m.op ? 1 : 0, "", op_name(m.op));
   r.observe("op_phase", "its phase", m.op ? 1 : 0, "", m.op ? m.op->phase : "-");
   r.observe("op_inputs", "its inputs", m.op ? 1 : 0, "", m.op ? m.op->inputs : "-");
-  r.observe("op_within", "inside", m.op ? 1 : 0, "", m.op && !m.op->within.empty() ? m.op->within : "-");
+  r.observe("op_within", "called from", m.op ? 1 : 0, "", m.op && !m.op->within.empty() ? m.op->within : "-");
   r.observe("op_max_abs", "the scores' largest |value| (float64)", m.verify.max_abs, "",
             fmt::format("{:.0f} (fp16's max: {:.0f})", m.verify.max_abs, kFp16Max));
 }
