@@ -16,9 +16,9 @@
 //
 // Run:  build/bin/lab15_fp16_overflow [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (--dtype does not apply: the lab uses fp16 and bf16)
-// --flip: the inputs 16x smaller: the scores stay below 65504, nothing overflows, the scaler skips (almost)
-//         no step and the watch finds no op: checks scale-collapses, other-settings-do-not-help,
-//         watch-names-op and op-overflows-fp16 fail.
+// --flip: the inputs 16x smaller: the scores stay below 65504, the forward is finite, the scaler skips only
+//         the first backward overflows of 2^16 (its ordinary business), and the watch names no forward op:
+//         checks scale-collapses, other-settings-do-not-help, watch-names-op and op-overflows-fp16 fail.
 #include <cmath>
 #include <limits>
 #include <optional>
