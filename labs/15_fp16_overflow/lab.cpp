@@ -243,10 +243,14 @@ void report_op(const Result& m, lab::Report& r) {
   r.section("amp::find_nonfinite around one fp16 forward and backward");
   r.observe("op_name", "the first op to make an inf/NaN", m.op ? 1 : 0, "", op_name(m.op));
   r.observe("op_phase", "its phase", m.op ? 1 : 0, "", m.op ? m.op->phase : "-");
-  r.observe("op_inputs", "its inputs", m.op ? 1 : 0, "", m.op ? m.op->inputs : "-");
-  r.observe("op_within", "called from", m.op ? 1 : 0, "", m.op && !m.op->within.empty() ? m.op->within : "-");
   r.observe("op_max_abs", "the scores' largest |value| (float64)", m.verify.max_abs, "",
             fmt::format("{:.0f} (fp16's max: {:.0f})", m.verify.max_abs, kFp16Max));
+}
+
+void report_op_details(const Result& m, lab::Report& r) {
+  r.detail_section("The op, as amp::find_nonfinite saw it");
+  r.observe("op_inputs", "its inputs", m.op ? 1 : 0, "", m.op ? m.op->inputs : "-");
+  r.observe("op_within", "called from", m.op ? 1 : 0, "", m.op && !m.op->within.empty() ? m.op->within : "-");
 }
 
 void report_tries(const Result& m, lab::Report& r) {
@@ -333,6 +337,7 @@ void report_checks(const Result& m, lab::Report& r) {
 void report(const Result& m, lab::Report& r) {
   report_symptom(m, r);
   report_op(m, r);
+  report_op_details(m, r);
   report_tries(m, r);
   report_fixes(m, r);
   report_checks(m, r);
