@@ -20,7 +20,6 @@ Forward forward(Attention& net, torch::ScalarType dtype, const torch::Tensor& x,
   f.v = net->wv(x);
   if (guard) {
     // matmul is on autocast's fp16 list, and q k^T sums products of large values: past fp16's 65504.
-    // Autocast off here, and the fp16 q and k cast to float, so the matmul runs (and returns) in fp32.
     amp::Autocast fp32_region(x.device(), dtype, /*enabled=*/false);
     f.scores = torch::matmul(f.q.to(torch::kFloat), f.k.to(torch::kFloat).transpose(/*dim0=*/1, /*dim1=*/2))
                    .to(torch::kHalf);
