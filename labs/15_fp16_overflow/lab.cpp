@@ -314,7 +314,7 @@ void report_checks(const Result& m, lab::Report& r) {
           fmt::format(
               "{} scores, max relative error {} (need <= {}); first inf/NaN op of the guarded forward: {}",
               m.scores_dtype, lab::sci(m.scores_error), lab::sci(kScoresTolerance), op_name(m.guarded_op)));
-  // Catches a guard that does not stop the overflow (the weights never move: the untrained loss is 1.4-3x
+  // Catches a guard that does not stop the overflow (the weights never move: the untrained loss is 1.4-3.2x
   // fp32's over seeds 0-9). One-sided: bf16's coarser scores change which key a few rows attend to, and that
   // lands below fp32's loss as often as above (0.81-1.03x over seeds 0-9).
   const double guarded = m.guarded.final_loss / m.fp32.final_loss,
