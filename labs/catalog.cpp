@@ -100,6 +100,13 @@ const std::vector<LabDecl>& catalog() {
        .title = "FP8 training needs a scale per tensor",
        .heading = "An MLP's tensors and its training in E4M3/E5M2, with and without scales",
        .flip_fails = {"per-tensor-keeps-values", "per-tensor-trains"}},
+      {.number = 15,
+       .id = "fp16-overflow",
+       .track = "practice",
+       .title = "An fp16 overflow in one op: no loss scale fixes it; find the op, run it in fp32 or use bf16",
+       .heading = "An fp16 model whose loss is not finite: the scaler, the op and two changes",
+       .flip_fails = {"scale-collapses", "other-settings-do-not-help", "watch-names-op",
+                      "op-overflows-fp16"}},
   };
   return labs;
 }

@@ -130,7 +130,11 @@ const std::vector<std::string> kJargon = {"all-reduce",
                                           "unscale",
                                           "unscale_",
                                           "unscaled",
-                                          "ZeRO"};
+                                          "ZeRO",
+                                          "attention",
+                                          "bmm",
+                                          "find_nonfinite",
+                                          "softmax"};
 
 bool exact_case(const std::string& jargon) {
   return jargon == "ZeRO" || jargon == "AMP";
