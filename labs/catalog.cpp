@@ -100,6 +100,14 @@ const std::vector<LabDecl>& catalog() {
        .title = "FP8 training needs a scale per tensor",
        .heading = "An MLP's tensors and its training in E4M3/E5M2, with and without scales",
        .flip_fails = {"per-tensor-keeps-values", "per-tensor-trains"}},
+      {.number = 17,
+       .id = "bf16-weights",
+       .track = "practice",
+       .title = "Pure bf16 weights lose small updates; stochastic rounding or Kahan compensation keeps them "
+                "without a master copy",
+       .heading = "One training run with bf16 weights, five ways to apply the update",
+       .flip_fails = {"stochastic-tracks-fp32", "kahan-tracks-fp32", "stochastic-unbiased",
+                      "stochastic-draws-independent"}},
   };
   return labs;
 }
