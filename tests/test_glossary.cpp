@@ -130,7 +130,9 @@ const std::vector<std::string> kJargon = {"all-reduce",
                                           "unscale",
                                           "unscale_",
                                           "unscaled",
-                                          "ZeRO"};
+                                          "ZeRO",
+                                          "stochastic rounding",
+                                          "Kahan"};
 
 bool exact_case(const std::string& jargon) {
   return jargon == "ZeRO" || jargon == "AMP";

@@ -245,14 +245,16 @@ Result measure(const lab::Context& ctx) {
 struct WayText {
   const char* key;
   const char* label;
+  const char* short_label;  // in the details
 };
-constexpr std::array<WayText, kWays> kWayText = {{{"fp32", "fp32 weights (the yardstick)"},
-                                                  {"pure", "pure bf16: gradient, update, weights"},
-                                                  {"fp32_grad", "bf16 weights, fp32 gradient and update"},
-                                                  {"master", "bf16 weights + fp32 master copy"},
-                                                  {"stochastic", "bf16 weights, stochastic rounding"},
-                                                  {"kahan", "bf16 weights, Kahan compensation"},
-                                                  {"large_lr", "bf16 weights, fp32 update, 10x lr"}}};
+constexpr std::array<WayText, kWays> kWayText = {
+    {{"fp32", "fp32 weights (the yardstick)", "fp32"},
+     {"pure", "pure bf16: gradient, update, weights", "pure bf16"},
+     {"fp32_grad", "bf16 weights, fp32 gradient and update", "fp32 gradient and update"},
+     {"master", "bf16 weights + fp32 master copy", "master copy"},
+     {"stochastic", "bf16 weights, stochastic rounding", "stochastic rounding"},
+     {"kahan", "bf16 weights, Kahan compensation", "Kahan"},
+     {"large_lr", "bf16 weights, fp32 update, 10x lr", "10x lr"}}};
 
 // A share as a percentage, without printing a rounding's -0.0%.
 std::string share(double x) {
@@ -265,40 +267,50 @@ std::string way_label(const Result& m, Way way) {
   return quoted ? fmt::format("\"{}\" (FLIP: round to nearest)", kWayText[i].label) : kWayText[i].label;
 }
 
-// A run's lost share (with the share of steps that left a weight unchanged) and its loss against fp32's.
-void observe_run(const Result& m, Way way, lab::Report& r) {
-  const Run& run = m.run(way);
-  const double ratio = run.loss / m.run(Way::Fp32).loss;
-  const std::string key = kWayText[static_cast<int>(way)].key;
-  r.observe("lost_share_" + key, way_label(m, way) + ": update lost", 100 * run.lost, "%",
-            fmt::format("{}  (weights unchanged at a step: {})", share(run.lost), share(run.unchanged)));
-  r.observe("loss_ratio_" + key, "    final loss / fp32's", ratio, "x", fmt::format("{:.3f}x", ratio));
+double ratio(const Result& m, Way way) {
+  return m.run(way).loss / m.run(Way::Fp32).loss;
 }
 
-void observe_bytes(const Result& m, Way way, lab::Report& r) {
-  const double b = m.run(way).bytes;
-  r.observe("bytes_" + std::string(kWayText[static_cast<int>(way)].key), way_label(m, way), b, " B",
-            fmt::format("{:g} B", b));
+// A run on one line: the share of the update lost, the final loss against fp32's, the bytes it keeps.
+void observe_run(const Result& m, Way way, lab::Report& r) {
+  const Run& run = m.run(way);
+  r.observe("lost_share_" + std::string(kWayText[static_cast<int>(way)].key), way_label(m, way),
+            100 * run.lost, "%",
+            fmt::format("{} lost, {:.2f}x, {:g} B", share(run.lost), ratio(m, way), run.bytes));
+}
+
+// The same run's loss ratio and bytes as numbers of their own (quiz.yaml's placeholders), and how many
+// (weight, step) pairs a step left unchanged.
+void observe_run_details(const Result& m, Way way, lab::Report& r) {
+  const Run& run = m.run(way);
+  const std::string key = kWayText[static_cast<int>(way)].key;
+  const bool quoted = m.ctx.flip && (way == Way::Stochastic || way == Way::Kahan);
+  const std::string name = kWayText[static_cast<int>(way)].short_label;
+  r.observe("loss_ratio_" + key, (quoted ? "\"" + name + "\"" : name) + ": loss / fp32's", ratio(m, way), "x",
+            fmt::format("{:.3f}x", ratio(m, way)));
+  r.observe("bytes_" + key, "    bytes per parameter", run.bytes, " B", fmt::format("{:g} B", run.bytes));
+  r.observe("unchanged_share_" + key, "    weights a step left unchanged", 100 * run.unchanged, "%",
+            share(run.unchanged));
 }
 
 void report_runs(const Result& m, lab::Report& r) {
-  const double base = m.run(Way::Fp32).loss;
-  r.section(fmt::format("{} SGD steps (lr {}) on {} weights: the share of the update lost", m.steps, kLr,
-                        m.params));
+  const Run& fp32 = m.run(Way::Fp32);
+  r.section(fmt::format("{} SGD steps (lr {}) on {} weights: update lost, loss x fp32's, bytes kept", m.steps,
+                        kLr, m.params));
   r.observe("update_to_spacing", "step 0: median |update| / bf16's gap at the weight", m.update_to_spacing,
             "", fmt::format("{:.3f}", m.update_to_spacing));
-  r.observe("final_loss_fp32", "fp32 weights: final loss (float64)", base, "", lab::sci(base));
+  r.observe("final_loss_fp32", way_label(m, Way::Fp32), fp32.loss, "",
+            fmt::format("loss {}, {:g} B", lab::sci(fp32.loss), fp32.bytes));
   for (Way way : {Way::PureBf16, Way::Fp32Grad, Way::Master}) observe_run(m, way, r);
-  r.note(
-      "update lost: fp32's updates replayed onto each run's weights, 1 - (net move . summed update) / "
-      "|summed update|^2; the final loss: each run trained from the same start");
-  r.section("Bytes per parameter kept between steps (allocator count when the state is made)");
-  for (Way way : {Way::Fp32, Way::PureBf16, Way::Master}) observe_bytes(m, way, r);
-  r.note("plain SGD keeps no optimizer state; Adam's two moments would add 8 B (fp32) to every run");
+  r.note("lost: fp32's updates U replayed, 1 - (move . U) / |U|^2; bytes kept: the allocator's count");
 
-  r.detail_section("bf16 weights without a master copy: the same run");
+  r.detail_section("bf16 weights without a master copy, and a larger learning rate: the same run");
   for (Way way : {Way::Stochastic, Way::Kahan, Way::LargeLr}) observe_run(m, way, r);
-  for (Way way : {Way::Stochastic, Way::Kahan}) observe_bytes(m, way, r);
+  r.note(
+      "the final loss: each run trained from the same start, in float64; plain SGD keeps no optimizer "
+      "state (Adam's two fp32 moments would add 8 B to every run)");
+  r.detail_section("Each run's numbers");
+  for (int i = 0; i < kWays; ++i) observe_run_details(m, static_cast<Way>(i), r);
 }
 
 void report_draws(const Result& m, lab::Report& r) {
@@ -366,7 +378,7 @@ void report_checks(const Result& m, lab::Report& r) {
 }
 
 void report(const Result& m, lab::Report& r) {
-  r.dtypes("bf16", "bf16 weights (fp32 for the yardstick), fp32 gradients and updates, float64 losses");
+  r.dtypes("bf16", "bf16 weights (fp32: the yardstick), fp32 updates, float64 losses");
   if (m.ctx.flip) r.note("FLIP: the \"stochastic\" and \"Kahan\" updates are round-to-nearest bf16 adds");
   report_runs(m, r);
   report_draws(m, r);
