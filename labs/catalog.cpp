@@ -107,6 +107,14 @@ const std::vector<LabDecl>& catalog() {
        .heading = "An fp16 model whose loss is not finite: the scaler, the op and two changes",
        .flip_fails = {"scale-collapses", "other-settings-do-not-help", "watch-names-op",
                       "op-overflows-fp16"}},
+      {.number = 17,
+       .id = "bf16-weights",
+       .track = "practice",
+       .title = "Pure bf16 weights lose small updates; stochastic rounding or Kahan compensation keeps them "
+                "without a master copy",
+       .heading = "One training run with bf16 weights, five ways to apply the update",
+       .flip_fails = {"stochastic-tracks-fp32", "kahan-tracks-fp32", "stochastic-unbiased",
+                      "stochastic-draws-independent"}},
   };
   return labs;
 }

@@ -134,7 +134,9 @@ const std::vector<std::string> kJargon = {"all-reduce",
                                           "attention",
                                           "bmm",
                                           "find_nonfinite",
-                                          "softmax"};
+                                          "softmax",
+                                          "stochastic rounding",
+                                          "Kahan"};
 
 bool exact_case(const std::string& jargon) {
   return jargon == "ZeRO" || jargon == "AMP";

@@ -1,0 +1,27 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 17's amp.cpp with the generator
+// re-seeded at every call: each step draws the same random numbers, so a weight rounds the same way every
+// time.
+//
+// expect-hint: sr-same-draws
+#include "amp.h"
+
+#include "amp/bf16_update.h"
+
+namespace lab17 {
+
+void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const torch::Tensor& update_fp32) {
+  master_fp32.add_(update_fp32);   // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
+  weight_bf16.copy_(master_fp32);  // the bf16 copy the forward pass reads, rounded to nearest
+}
+
+void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32, at::Generator& gen) {
+  gen.set_current_seed(0);
+  amp::stochastic_round_add_(weight_bf16, update_fp32, gen);
+}
+
+void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
+                  const torch::Tensor& update_fp32) {
+  amp::kahan_add_(weight_bf16, compensation_bf16, update_fp32);
+}
+
+}  // namespace lab17
