@@ -2,9 +2,8 @@
 
 #include <cmath>
 #include <optional>
+#include <sstream>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace amp {
 
@@ -19,8 +18,11 @@ namespace {
 torch::Tensor clip_grad_norm_sharded(const std::vector<torch::Tensor>& params, double max_norm,
                                      const c10::intrusive_ptr<c10d::Backend>& group,
                                      std::chrono::milliseconds timeout) {
-  if (!std::isfinite(max_norm) || max_norm <= 0)
-    fail(fmt::format("max_norm must be finite and > 0, got {}", max_norm));
+  if (!std::isfinite(max_norm) || max_norm <= 0) {
+    std::ostringstream got;  // no fmt here: the amp library links LibTorch alone
+    got << max_norm;
+    fail("max_norm must be finite and > 0, got " + got.str());
+  }
   torch::NoGradGuard no_grad;  // the gradients are scaled as data, as an optimizer's step does
   std::vector<torch::Tensor> grads;
   std::optional<torch::Device> device;
@@ -28,8 +30,7 @@ torch::Tensor clip_grad_norm_sharded(const std::vector<torch::Tensor>& params, d
     if (!p.defined() || !p.grad().defined()) continue;
     const torch::Tensor& g = p.grad();
     if (device && g.device() != *device)
-      fail(fmt::format("the gradients are on more than one device ({} and {})", device->str(),
-                       g.device().str()));
+      fail("the gradients are on more than one device (" + device->str() + " and " + g.device().str() + ")");
     device = g.device();
     grads.push_back(g);
   }
