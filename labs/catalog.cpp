@@ -100,6 +100,12 @@ const std::vector<LabDecl>& catalog() {
        .title = "FP8 training needs a scale per tensor",
        .heading = "An MLP's tensors and its training in E4M3/E5M2, with and without scales",
        .flip_fails = {"per-tensor-keeps-values", "per-tensor-trains"}},
+      {.number = 16,
+       .id = "gradient-clipping",
+       .track = "practice",
+       .title = "Clip AMP gradients after unscale_, by the global norm when they are sharded",
+       .heading = "Gradient clipping in an fp16 step, on one process and on two ranks that each hold a shard",
+       .flip_fails = {"global-clip-matches-reference", "global-norm-matches-reference"}},
   };
   return labs;
 }
