@@ -104,7 +104,7 @@ const std::vector<LabDecl>& catalog() {
        .id = "gradient-clipping",
        .track = "practice",
        .title = "Clip AMP gradients after unscale_, by the global norm when they are sharded",
-       .heading = "Gradient clipping in an fp16 step, on one process and on two ranks that each hold a shard",
+       .heading = "Gradient clipping in fp16 steps, on one process and on two ranks, a shard each",
        .flip_fails = {"global-clip-matches-reference", "global-norm-matches-reference"}},
   };
   return labs;

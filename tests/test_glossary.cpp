@@ -130,7 +130,8 @@ const std::vector<std::string> kJargon = {"all-reduce",
                                           "unscale",
                                           "unscale_",
                                           "unscaled",
-                                          "ZeRO"};
+                                          "ZeRO",
+                                          "global norm"};
 
 bool exact_case(const std::string& jargon) {
   return jargon == "ZeRO" || jargon == "AMP";

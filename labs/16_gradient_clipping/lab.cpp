@@ -6,11 +6,11 @@
 // gradient, where an fp16 overflow would put it. Every run is compared with the lab's own reference: the
 // same steps in plain fp32 with the clip written out below (norm, factor min(1, max_norm / (norm + 1e-6)),
 // w -= lr x factor x g; the inf step skipped), on one process. The runs:
-//   whole           one process: amp.cpp's step, unscale_, then amp::clip_grad_norm_sharded with no group;
-//   clip-first      one process: the clip before unscale_, on the scaled gradients (written here);
-//   sharded-global  two ranks, ZeRO style (each steps the parameters it owns, then broadcasts them):
+//   after-unscale   one process: amp.cpp's step, unscale_, then amp::clip_grad_norm_sharded with no group;
+//   before-unscale  one process: the clip before unscale_, on the scaled gradients (written here);
+//   sharded-total   two ranks, ZeRO style (each steps the parameters it owns, then broadcasts them):
 //                   amp.cpp's step, the clip factor from the global norm (all-reduced squared shard norms);
-//   sharded-local   two ranks: each clips its shard by its own shard's norm (written here).
+//   sharded-own     two ranks: each clips its shard by its own shard's norm (written here).
 // Both sharded runs use a GradScaler given the process group (amp::found_inf_all_reduce), so an inf in one
 // rank's shard skips the step on every rank. The ranks are src/lab/rank_launch.h's (lab::run_ranks).
 //
@@ -18,7 +18,7 @@
 //       It starts the ranks itself, as processes of this executable on 127.0.0.1 (WORLD_SIZE=2..6 for
 //       more; torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT for a job of your own, as lab 13).
 //       fp16 whatever --dtype says.
-// --flip: sharded-global clips each shard by its own norm (no process group given to the clip); checks
+// --flip: sharded-total clips each shard by its own norm (no process group given to the clip); checks
 //         global-clip-matches-reference and global-norm-matches-reference then fail.
 #include <algorithm>
 #include <chrono>
@@ -395,63 +395,67 @@ std::string pow2(double x) {
 void report_runs(const Result& m, const Derived& d, lab::Report& r) {
   r.dtypes("fp16", "fp16 autocast, fp32 weights and gradients; the reference plain fp32");
   if (m.ctx.flip)
-    r.note("FLIP: sharded-global clips each shard by its own norm (the clip gets no process group)");
-  r.section(
-      fmt::format("{} SGD steps (lr {}), every gradient clipped to a 2-norm of {}; an inf planted at step {}",
-                  m.steps, kLr, kMaxNorm, kInfStep));
-  r.note(
-      fmt::format("fp16 autocast + amp::GradScaler at scale {}; the reference: the same steps in fp32, the "
-                  "clip written out, the inf step skipped",
-                  pow2(kInitScale)));
-  r.note(
-      fmt::format("sharded: {} ranks ({}), the parameter tensors w1 b1 w2 b2 w3 b3 in contiguous shards; {}",
-                  m.world, m.backend, m.where));
-  auto& t = r.table("", {"run", "update vs reference", "update size / reference's", "clip factor, step 0"});
+    r.note("FLIP: sharded-total clips each shard by its own norm (the clip gets no process group)");
+  r.section(fmt::format("{} SGD steps, gradients clipped to a 2-norm of {}, an inf planted at step {}",
+                        m.steps, kMaxNorm, kInfStep));
+  r.note(fmt::format("fp16 autocast, GradScaler at {}; reference: fp32, the clip written out",
+                     pow2(kInitScale)));
+  r.note(fmt::format("sharded: {} ranks (c10d), the 6 parameter tensors in contiguous shards", m.world));
+  auto& t = r.table("", {"run", "vs reference", "size x ref", "clip multiplier, step 0"});
   auto row = [&](const char* name, const UpdateVsRef& u, const std::string& factors) {
     t.row({name, lab::sci(u.diff), fmt::format("{:.4g}", u.ratio), factors});
   };
-  row("whole", d.whole, fmt::format("{:.3f}", m.whole.factors[0]));
-  row("clip-first", d.clip_first, fmt::format("{:.3g}", m.clip_first.factors[0]));
-  row("sharded-global", d.global, factors_at(m.global, 0));
-  row("sharded-local", d.local, factors_at(m.local, 0));
-  r.note(fmt::format("reference clip factor at step 0: {:.3f} (norm {:.3f})", m.reference.factors[0],
-                     m.reference.norms[0]));
-  r.note("update vs reference: |u - u_ref| / |u_ref| over the whole run, u the weights' change (2-norms)");
+  t.row({"reference", "0", "1", fmt::format("{:.3f}", m.reference.factors[0])});
+  row("after-unscale", d.whole, fmt::format("{:.3f}", m.whole.factors[0]));
+  row("before-unscale", d.clip_first, fmt::format("{:.3g}", m.clip_first.factors[0]));
+  row("sharded-total", d.global, factors_at(m.global, 0));
+  row("sharded-own", d.local, factors_at(m.local, 0));
+  r.note("vs reference: |u - u_ref| / |u_ref|, size: |u| / |u_ref|; u the weight change");
+}
+
+void report_where(const Result& m, lab::Report& r) {
+  r.detail_section("Where the ranks ran");
+  r.note(fmt::format("{}; {}; lr {}; the parameter tensors w1 b1 w2 b2 w3 b3, contiguous shards", m.backend,
+                     m.where, kLr));
+  r.note(fmt::format("reference: step 0's norm {:.3f}, factor {:.3f}", m.reference.norms[0],
+                     m.reference.factors[0]));
 }
 
 void report_numbers(const Result& m, const Derived& d, lab::Report& r) {
   r.detail_section("The runs in numbers");
+  r.observe("world", "ranks", m.world);
   r.observe("scale", "the loss scale", kInitScale, "", pow2(kInitScale));
   r.observe("max_norm", "the clip's max_norm", kMaxNorm);
   r.observe("ref_norm_step0", "reference: step 0's gradient norm", m.reference.norms[0]);
   r.observe("ref_factor_step0", "reference: step 0's clip factor", m.reference.factors[0]);
-  r.observe("whole_update_diff", "whole: update vs reference", d.whole.diff, "", lab::sci(d.whole.diff));
-  r.observe("clip_first_update_ratio", "clip-first: update size / reference's", d.clip_first.ratio, "",
+  r.observe("whole_update_diff", "after-unscale: update vs reference", d.whole.diff, "",
+            lab::sci(d.whole.diff));
+  r.observe("clip_first_update_ratio", "before-unscale: update size / reference's", d.clip_first.ratio, "",
             lab::sci(d.clip_first.ratio));
   const double first_norm_ratio = m.clip_first.norms[0] / double(m.reference.norms[0]);
-  r.observe("clip_first_norm_ratio", "clip-first: step 0's norm clipped by / reference's", first_norm_ratio,
-            "", fmt::format("{:.4g} (the scale: {:g})", first_norm_ratio, kInitScale));
-  r.observe("clip_first_factor_step0", "clip-first: step 0's factor on the true gradients",
+  r.observe("clip_first_norm_ratio", "before-unscale: step 0's norm clipped by / reference's",
+            first_norm_ratio, "", fmt::format("{:.4g}", first_norm_ratio));
+  r.observe("clip_first_factor_step0", "before-unscale: step 0's factor on the true gradients",
             m.clip_first.factors[0], "", lab::sci(m.clip_first.factors[0]));
-  r.observe("global_update_diff", "sharded-global: update vs reference", d.global.diff, "",
+  r.observe("global_update_diff", "sharded-total: update vs reference", d.global.diff, "",
             lab::sci(d.global.diff));
-  r.observe("global_update_ratio", "sharded-global: update size / reference's", d.global.ratio, "",
+  r.observe("global_update_ratio", "sharded-total: update size / reference's", d.global.ratio, "",
             fmt::format("{:.4g}", d.global.ratio));
-  r.observe("global_norm_ratio", "sharded-global: returned norm / reference's (mean)",
+  r.observe("global_norm_ratio", "sharded-total: returned norm / reference's (mean)",
             d.global_norm.mean_ratio, "", fmt::format("{:.4g}", d.global_norm.mean_ratio));
-  r.observe("global_factor_spread", "sharded-global: the ranks' clip factors apart (relative, worst step)",
+  r.observe("global_factor_spread", "sharded-total: the ranks' clip factors apart (relative, worst step)",
             d.global_spread, "", lab::sci(d.global_spread));
-  r.observe("global_factors_step0", "sharded-global: step 0's clip factor per rank", m.global[0].factors[0],
+  r.observe("global_factors_step0", "sharded-total: step 0's clip factor per rank", m.global[0].factors[0],
             "", factors_at(m.global, 0));
-  r.observe("local_update_diff", "sharded-local: update vs reference", d.local.diff, "",
+  r.observe("local_update_diff", "sharded-own: update vs reference", d.local.diff, "",
             lab::percent(d.local.diff, 1));
-  r.observe("local_update_ratio", "sharded-local: update size / reference's", d.local.ratio, "",
+  r.observe("local_update_ratio", "sharded-own: update size / reference's", d.local.ratio, "",
             fmt::format("{:.3f}", d.local.ratio));
-  r.observe("local_factor_spread", "sharded-local: the ranks' clip factors apart (relative, worst step)",
+  r.observe("local_factor_spread", "sharded-own: the ranks' clip factors apart (relative, worst step)",
             d.local_spread, "", lab::percent(d.local_spread, 1));
-  r.observe("local_factors_step0", "sharded-local: step 0's clip factor per rank", m.local[0].factors[0], "",
+  r.observe("local_factors_step0", "sharded-own: step 0's clip factor per rank", m.local[0].factors[0], "",
             factors_at(m.local, 0));
-  r.observe("inf_step_moved_ranks", "sharded-global: ranks whose shard moved on the inf step",
+  r.observe("inf_step_moved_ranks", "sharded-total: ranks whose shard moved on the inf step",
             static_cast<double>(d.inf_moved_ranks));
   r.takeaway(
       "clip after unscale_ (the bound is on the true gradients), and with sharded gradients by one factor "
@@ -516,6 +520,7 @@ void report_checks(const Result& m, const Derived& d, lab::Report& r) {
 void report(const Result& m, lab::Report& r) {
   const Derived d = derive(m);
   report_runs(m, d, r);
+  report_where(m, r);
   report_numbers(m, d, r);
   report_checks(m, d, r);
 }
