@@ -19,8 +19,7 @@ lab::Report run_quick(bool flip) {
 
 }  // namespace
 
-TEST_CASE(
-    "clipped by the global norm, the sharded step is the fp32 reference's, by each shard's it is not") {
+TEST_CASE("clipped by the global norm, the sharded step is the fp32 reference's, by each shard's it is not") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.passed());
   CHECK(r.value("global_update_diff") <= 1e-2);
