@@ -47,13 +47,13 @@ double norm_fp64(const std::vector<torch::Tensor>& gs) {
   return std::sqrt(sum);
 }
 
-// Rank `rank` of two, holding parameters {0} (rank 0) or {1, 2} (rank 1) of params_with_grads(seed), with
-// an inf in its first gradient when inf_rank == rank. Returns the norm it was given back; its gradients
-// after the clip land in `out`.
-float clip_as_rank(const c10::intrusive_ptr<c10d::Store>& store, int rank, uint64_t seed, int inf_rank,
-                   bool global, std::vector<torch::Tensor>& out) {
+// Rank `rank` of two, holding parameters {0} (rank 0) or {1, 2} (rank 1) of `all`, with an inf in its first
+// gradient when inf_rank == rank. Returns the norm it was given back; its gradients after the clip land in
+// `out`.
+float clip_as_rank(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                   const std::vector<torch::Tensor>& all, int inf_rank, bool global,
+                   std::vector<torch::Tensor>& out) {
   auto pg = amp::make_gloo_group(store, rank, /*world_size=*/2);
-  const std::vector<torch::Tensor> all = params_with_grads(seed);
   std::vector<torch::Tensor> shard =
       rank == 0 ? std::vector<torch::Tensor>{all[0]} : std::vector<torch::Tensor>{all[1], all[2]};
   if (rank == inf_rank) shard[0].mutable_grad()[0] = std::numeric_limits<float>::infinity();
@@ -72,7 +72,9 @@ struct TwoRanks {
 TwoRanks two_ranks(uint64_t seed, int inf_rank, bool global) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<torch::Tensor> out[2];
-  auto run = [&](int rank) { return clip_as_rank(store, rank, seed, inf_rank, global, out[rank]); };
+  // Made here, not in the ranks' threads: both would draw from the one global generator at once.
+  const std::vector<torch::Tensor> all[2] = {params_with_grads(seed), params_with_grads(seed)};
+  auto run = [&](int rank) { return clip_as_rank(store, rank, all[rank], inf_rank, global, out[rank]); };
   auto r0 = std::async(std::launch::async, run, 0);
   auto r1 = std::async(std::launch::async, run, 1);
   REQUIRE(r0.wait_for(kDeadline) == std::future_status::ready);

@@ -2,8 +2,9 @@
 
 #include <cmath>
 #include <optional>
-#include <sstream>
 #include <string>
+
+#include <sstream>
 
 namespace amp {
 
@@ -19,9 +20,9 @@ torch::Tensor clip_grad_norm_sharded(const std::vector<torch::Tensor>& params, d
                                      const c10::intrusive_ptr<c10d::Backend>& group,
                                      std::chrono::milliseconds timeout) {
   if (!std::isfinite(max_norm) || max_norm <= 0) {
-    std::ostringstream got;  // no fmt here: the amp library links LibTorch alone
-    got << max_norm;
-    fail("max_norm must be finite and > 0, got " + got.str());
+    std::ostringstream why;  // the amp library links no fmt (see src/CMakeLists.txt)
+    why << "max_norm must be finite and > 0, got " << max_norm;
+    fail(why.str());
   }
   torch::NoGradGuard no_grad;  // the gradients are scaled as data, as an optimizer's step does
   std::vector<torch::Tensor> grads;
