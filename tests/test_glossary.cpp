@@ -136,7 +136,8 @@ const std::vector<std::string> kJargon = {"all-reduce",
                                           "find_nonfinite",
                                           "softmax",
                                           "stochastic rounding",
-                                          "Kahan"};
+                                          "Kahan",
+                                          "global norm"};
 
 bool exact_case(const std::string& jargon) {
   return jargon == "ZeRO" || jargon == "AMP";

@@ -1,0 +1,35 @@
+// Lab 16's AMP code: gradient clipping in an fp16 step with a GradScaler, on one process or with the
+// gradients sharded over the ranks of a c10d process group. lab.cpp runs it both ways. Exercise 16 has you
+// write clip_and_step (amp-lab exercise 16).
+#include "amp.h"
+
+#include "amp/autocast.h"
+#include "amp/clip.h"
+
+namespace lab16 {
+
+void forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
+                      const torch::Tensor& y) {
+  model->zero_grad();
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), torch::kHalf);  // the Linears in fp16, mse_loss in fp32
+    loss = torch::mse_loss(model->forward(x), y);
+  }
+  scaler.scale(loss).backward();  // the fp32 parameters' gradients, times the scale
+}
+
+torch::Tensor clip_and_step(torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                            const std::vector<torch::Tensor>& shard, double max_norm,
+                            const c10::intrusive_ptr<c10d::Backend>& group) {
+  // max_norm bounds the true gradients: divide the scale out first (found_inf is all-reduced here when the
+  // scaler has the process group).
+  scaler.unscale_(opt);
+  // One factor on every rank, from the norm of every shard; an inf norm leaves the gradients as they are.
+  torch::Tensor norm = amp::clip_grad_norm_sharded(shard, max_norm, group);
+  scaler.step(opt);  // does not unscale again; skipped on every rank when some shard held an inf
+  scaler.update();
+  return norm;
+}
+
+}  // namespace lab16

@@ -1,0 +1,33 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 16's amp.cpp with the clip before
+// unscale_: it bounds the scaled gradients.
+//
+// expect-hint: clip-before-unscale
+#include "amp.h"
+
+#include "amp/autocast.h"
+#include "amp/clip.h"
+
+namespace lab16 {
+
+void forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
+                      const torch::Tensor& y) {
+  model->zero_grad();
+  torch::Tensor loss;
+  {
+    amp::Autocast autocast(x.device(), torch::kHalf);  // the Linears in fp16, mse_loss in fp32
+    loss = torch::mse_loss(model->forward(x), y);
+  }
+  scaler.scale(loss).backward();  // the fp32 parameters' gradients, times the scale
+}
+
+torch::Tensor clip_and_step(torch::optim::Optimizer& opt, amp::GradScaler& scaler,
+                            const std::vector<torch::Tensor>& shard, double max_norm,
+                            const c10::intrusive_ptr<c10d::Backend>& group) {
+  torch::Tensor norm = amp::clip_grad_norm_sharded(shard, max_norm, group);
+  scaler.unscale_(opt);
+  scaler.step(opt);
+  scaler.update();
+  return norm;
+}
+
+}  // namespace lab16
