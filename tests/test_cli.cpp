@@ -492,6 +492,10 @@ TEST_CASE("output that cannot be written is an error: stdout on a full disk or c
   const fs::path err = scratch("write_err_" + std::to_string(::getpid()));
   CHECK(sh(bin + "amp-lab list > /dev/full 2> " + err.string()) == 3);
   CHECK(has(slurp(err), "amp-lab list: cannot write to standard output: No space left on device"));
+  // Output past stdout's buffer: an earlier write fails, and the cause is still named.
+  REQUIRE(sh(bin + "amp-lab glossary | wc -c | awk '$1 > 8192 { exit 0 } { exit 1 }'") == 0);
+  CHECK(sh(bin + "amp-lab glossary > /dev/full 2> " + err.string()) == 3);
+  CHECK(has(slurp(err), "amp-lab glossary: cannot write to standard output: No space left on device"));
   CHECK(sh(bin + "lab03_number_formats --quick > /dev/full 2> " + err.string()) == 3);
   CHECK(has(slurp(err), "lab03_number_formats: cannot write to standard output"));
   CHECK(sh(bin + "amp-lab list >&- 2> " + err.string()) == 3);

@@ -177,7 +177,10 @@ void check_stdout_open() {
 }
 
 void flush_stdout() {
-  errno = 0;  // the first failing write sets it, which names the cause ("No space left on device")
+  // The failing write sets errno, which names the cause ("No space left on device"). When an earlier
+  // write already failed (output past the stream's buffer), errno is that write's: the flush below may
+  // write nothing and leave it alone.
+  if (!std::ferror(stdout) && std::cout) errno = 0;
   std::cout.flush();
   const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
   if (failed)
