@@ -75,3 +75,100 @@ function(amp_lab_write_exercises_json)
 "{\n  \"source_dir\": \"${PROJECT_SOURCE_DIR}\",\n  \"build_dir\": \"${PROJECT_BINARY_DIR}\",
   \"cmake\": \"${CMAKE_COMMAND}\",\n  \"exercises\": {${entries}\n  }\n}\n")
 endfunction()
+
+# amp_lab_add_kept_units(NAME FILE...): the learner files the tests keep for lab NAME's exercise
+# (tests/exercises/NN_*.cpp: wrong solutions and correct variants), each an executable
+# exercise_kept_<file name> in build/exercises/bin/ at the judge's profile, as amp_lab_add_exercise_unit
+# makes one, but compiled in one unit. A unit on the exercises' precompiled header spends about 4 s before
+# its first line, whatever the file holds (GCC instantiates the LibTorch templates the header leaves
+# pending), so the 10-14 files of an exercise as one unit pay that once. In the unit each file, after a copy
+# of the lab's amp.h, is inside a namespace of its own, amp_lab_kept_<file name>, so that its labNN:: is
+# amp_lab_kept_<file name>::labNN:: (its types too, so that no call finds another file's function by its
+# arguments); each executable's link then points the lab's calls at its file's definitions
+# (cmake/amp_lab_kept_links.sh). The files are copied in when CMake configures, which it does again when one
+# of them or amp.h changes.
+find_program(AMP_LAB_CXXFILT NAMES c++filt)
+function(amp_lab_add_kept_units name)
+  string(SUBSTRING ${name} 0 2 number)
+  set(stems "")
+  foreach(file IN LISTS ARGN)
+    get_filename_component(stem ${file} NAME_WE)
+    list(APPEND stems ${stem})
+  endforeach()
+  if(NOT CMAKE_NM OR NOT AMP_LAB_CXXFILT)  # no way to map the links: one unit per file
+    foreach(file stem IN ZIP_LISTS ARGN stems)
+      amp_lab_add_exercise_unit(exercise_kept_${stem} ${name} ${file})
+    endforeach()
+    return()
+  endif()
+  # The unit: every #include line first, at file scope (in a namespace they would declare the headers' names
+  # there), then what amp.h has before its namespace labNN (forward declarations), then amp.h's namespace and
+  # each file inside a namespace of the file's, their #include lines made comments (so that the line numbers
+  # hold for the compiler's messages).
+  set(work ${AMP_LAB_EXERCISES_DIR}/kept/${name})
+  set(amp_h ${PROJECT_SOURCE_DIR}/labs/${name}/amp.h)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${amp_h} ${ARGN})  # read here
+  set(includes "")
+  foreach(source IN LISTS amp_h ARGN)
+    file(STRINGS ${source} lines REGEX "^#include ")
+    foreach(line IN LISTS lines)
+      string(FIND "${includes}" "${line}\n" at)
+      if(at EQUAL -1 AND NOT line MATCHES "\"amp.h\"")
+        string(APPEND includes "${line}\n")
+      endif()
+    endforeach()
+  endforeach()
+  file(READ ${amp_h} text)
+  string(REGEX REPLACE "\n#(include|pragma once)" "\n// #\\1" text "\n${text}")
+  string(FIND "${text}" "\nnamespace lab${number} {" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "labs/${name}/amp.h has no line 'namespace lab${number} {'")
+  endif()
+  string(SUBSTRING "${text}" 1 ${at} head)  # its first line to the line before the namespace
+  math(EXPR at "${at} + 1")
+  string(SUBSTRING "${text}" ${at} -1 amp_body)
+  string(REGEX MATCHALL "\n" newlines "\n${head}")
+  list(LENGTH newlines body_line)
+  set(bodies "#line 1 \"labs/${name}/amp.h\"\n${head}")
+  foreach(file stem IN ZIP_LISTS ARGN stems)
+    file(READ ${file} text)
+    string(REGEX REPLACE "\n#(include|pragma once)" "\n// #\\1" text "\n${text}")
+    string(SUBSTRING "${text}" 1 -1 text)
+    string(APPEND bodies "\nnamespace amp_lab_kept_${stem} {\n#line ${body_line} \"labs/${name}/amp.h\"\n${amp_body}"
+           "#line 1 \"tests/exercises/${stem}.cpp\"\n${text}}  // namespace amp_lab_kept_${stem}\n")
+  endforeach()
+  set(unit "// Written by amp_lab_add_kept_units (cmake/AmpLabExercises.cmake): exercise ${number}'s kept files.\n")
+  string(APPEND unit "${includes}${bodies}")
+  set(old "")
+  if(EXISTS ${work}/kept.cpp)
+    file(READ ${work}/kept.cpp old)
+  endif()
+  if(NOT old STREQUAL unit)  # rewritten only when it changed, so that an unchanged one is not compiled again
+    file(WRITE ${work}/kept.cpp "${unit}")
+  endif()
+  add_library(exercise_kept_${number} OBJECT ${work}/kept.cpp)
+  target_link_libraries(exercise_kept_${number} PRIVATE amp_lab::framework)
+  target_compile_options(exercise_kept_${number} PRIVATE -O0)
+  amp_lab_warnings(exercise_kept_${number})
+  if(AMP_LAB_USE_PCH)
+    target_precompile_headers(exercise_kept_${number} REUSE_FROM amp_lab_exercise_pch)
+  endif()
+  set(maps ${stems})
+  list(TRANSFORM maps PREPEND ${work}/)
+  list(TRANSFORM maps APPEND .rsp)
+  add_custom_command(OUTPUT ${maps}
+    COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/amp_lab_kept_links.sh ${CMAKE_NM} ${AMP_LAB_CXXFILT} ${work}
+            $<TARGET_OBJECTS:exercise_kept_${number}> $<TARGET_OBJECTS:lab_${name}_lab> ${stems}
+    DEPENDS exercise_kept_${number} lab_${name}_lab $<TARGET_OBJECTS:exercise_kept_${number}>
+            $<TARGET_OBJECTS:lab_${name}_lab> ${PROJECT_SOURCE_DIR}/cmake/amp_lab_kept_links.sh
+    COMMENT "Mapping the links of exercise ${number}'s kept files" VERBATIM)
+  add_custom_target(exercise_kept_${number}_links DEPENDS ${maps})
+  foreach(stem map IN ZIP_LISTS stems maps)
+    add_executable(exercise_kept_${stem} $<TARGET_OBJECTS:exercise_kept_${number}> $<TARGET_OBJECTS:lab_${name}_lab>)
+    target_link_libraries(exercise_kept_${stem} PRIVATE amp_lab::framework amp_lab::lab_main)
+    target_link_options(exercise_kept_${stem} PRIVATE "@${map}")
+    set_target_properties(exercise_kept_${stem} PROPERTIES LINK_DEPENDS ${map}
+                          RUNTIME_OUTPUT_DIRECTORY ${AMP_LAB_EXERCISES_DIR}/bin)
+    add_dependencies(exercise_kept_${stem} exercise_kept_${number}_links)
+  endforeach()
+endfunction()
