@@ -69,12 +69,26 @@ TEST_CASE(
   CHECK(r.value("one_scale_room_binades") < r.value("amax_spread_binades"));
 }
 
-// quiz.yaml's Q14 quotes these ranges over seeds 0-9 (default mode, the CPU's emulation), measured on the
-// 2-core AMD EPYC of BENCHMARKS.md: delayed scaling ended below current scaling at every seed. It is what
-// this toy run shows, not a property of the recipes, and the text says so; this holds the text to the runs.
+// quiz.yaml's Q14 quotes these ranges over seeds 0-9 (default mode, the CPU's emulation), measured on two
+// 2-core machines of BENCHMARKS.md. The ratios' denominator is bf16's loss, whose matmuls oneDNN runs on AMX
+// tiles where the CPU lists amx_bf16 and on avx512_bf16 dot products elsewhere, which round differently, so
+// each kind of machine has its own ranges. They are what this toy run shows, not a property of the recipes,
+// and the text says so; this holds the text to the runs (a retuned lab with an unchanged text fails here).
+struct Q14Ranges {
+  const char* machine;
+  double delayed_lo, delayed_hi, current_lo, current_hi;
+  bool delayed_below_yardstick;  // held at every seed on this kind of machine (not on the other)
+};
+
 TEST_CASE("over seeds 0-9 delayed scaling ends below current scaling, within the ranges Q14 quotes") {
   const lab::LabInfo* info = lab::find_lab("fp8-scaling");
   REQUIRE(info != nullptr);
+  const bool amx = lab::cpu_flags().count("amx_bf16") > 0;
+  // "0.92-1.18x and 1.09-1.33x on a 2-core AMD EPYC, 0.98-1.25x and 1.10-1.27x on a 2-core Intel Xeon
+  // with AMX": each bound half a unit of the last digit out.
+  const Q14Ranges q = amx ? Q14Ranges{"Intel Xeon with AMX", 0.975, 1.255, 1.095, 1.275, false}
+                          : Q14Ranges{"AMD EPYC (no AMX)", 0.915, 1.185, 1.085, 1.335, true};
+  MESSAGE("the ranges Q14 quotes for " << q.machine);
   for (uint64_t seed = 0; seed <= 9; ++seed) {
     lab::Context ctx;
     ctx.device = torch::kCPU;
@@ -84,12 +98,13 @@ TEST_CASE("over seeds 0-9 delayed scaling ends below current scaling, within the
     CAPTURE(seed);
     const double current = r.value("loss_ratio_fp8_current"), delayed = r.value("loss_ratio_fp8_delayed");
     CHECK(delayed < current);
-    CHECK(delayed < r.value("loss_ratio_no_exp_limit"));  // below the yardstick too: 0.82-0.99x of it
-    CHECK(delayed >= 0.915);                              // "0.92-1.18x bf16's loss"
-    CHECK(delayed <= 1.185);
-    CHECK(current >= 1.085);  // "1.09-1.33x"
-    CHECK(current <= 1.335);
-    CHECK(r.value("delayed_clipped") >= 63.5);  // "64-95% of one tensor at one step"
+    // Below the yardstick too (0.82-0.99x of it on the AMD EPYC; at seed 7 on the Xeon 1.05x).
+    if (q.delayed_below_yardstick) CHECK(delayed < r.value("loss_ratio_no_exp_limit"));
+    CHECK(delayed >= q.delayed_lo);
+    CHECK(delayed <= q.delayed_hi);
+    CHECK(current >= q.current_lo);
+    CHECK(current <= q.current_hi);
+    CHECK(r.value("delayed_clipped") >= 63.5);  // 64-95% of one tensor at one step, on both machines
     CHECK(r.value("delayed_clipped") <= 95.5);
   }
 }
