@@ -70,10 +70,10 @@ TEST_CASE(
 }
 
 // quiz.yaml's Q14 quotes these ranges over seeds 0-9 (default mode, the CPU's emulation), measured on two
-// 2-core machines of BENCHMARKS.md. The ratios' denominator is bf16's loss, whose matmuls oneDNN runs on AMX
-// tiles where the CPU lists amx_bf16 and on avx512_bf16 dot products elsewhere, which round differently, so
-// each kind of machine has its own ranges. They are what this toy run shows, not a property of the recipes,
-// and the text says so; this holds the text to the runs (a retuned lab with an unchanged text fails here).
+// 2-core machines of BENCHMARKS.md, which differ: an AMD EPYC without AMX and an Intel Xeon with AMX (where
+// oneDNN computes the bf16 matmuls of the ratios' denominator, bf16's run), so each kind has its ranges.
+// They are what this toy run shows, not a property of the recipes, and the text says so; this holds the
+// text to the runs (a retuned lab with an unchanged text fails here).
 struct Q14Ranges {
   const char* machine;
   double delayed_lo, delayed_hi, current_lo, current_hi;
