@@ -1,2 +1,2 @@
-// Gives the precompiled-header target (amp_lab_pch, <torch/torch.h>) a translation unit of its own.
-#include <torch/torch.h>
+// Gives the precompiled-header targets (amp_lab_pch: lab/libtorch.h; amp_lab_exercise_pch:
+// runner/exercise_pch.h) a translation unit of their own; the header comes in as the precompiled one.

@@ -5,8 +5,7 @@
 #include <cmath>
 #include <utility>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab01_master_weights_test {

@@ -7,9 +7,8 @@
 #include <string>
 #include <vector>
 
-#include <torch/torch.h>
-
 #include "amp/grad_scaler.h"
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab02 {  // labs/02_loss_scaling/lab.cpp: the comparison behind check skips-exactly-overflows

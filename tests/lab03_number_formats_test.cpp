@@ -4,8 +4,7 @@
 
 #include <cmath>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab03_number_formats_test {

@@ -5,9 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include <torch/torch.h>
-
 #include "lab/hardware.h"
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab04_fp32_accumulation_test {

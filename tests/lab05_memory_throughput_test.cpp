@@ -6,9 +6,8 @@
 #include <cmath>
 #include <string>
 
-#include <torch/torch.h>
-
 #include "lab/hardware.h"
+#include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab_test_support.h"
 

@@ -4,8 +4,7 @@
 
 #include <string>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab06_amp_api_test {

@@ -5,8 +5,7 @@
 
 #include <string>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab08_autocast_policy_test {

@@ -2,8 +2,7 @@
 // does to one batch, measured, and what the flipped loop does to the scale in training.
 #include <doctest/doctest.h>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab09_gradient_accumulation_test {

@@ -2,8 +2,7 @@
 // what the question's other answers do.
 #include <doctest/doctest.h>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab10_gradient_penalty_test {

@@ -1,8 +1,7 @@
 // Lab 11 (multiple-optimizers, Q11), beyond tests/test_labs.cpp: the numbers of the three loops.
 #include <doctest/doctest.h>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab11_multiple_optimizers_test {

@@ -1,8 +1,7 @@
 // Lab 12 (custom-autograd, Q12), beyond tests/test_labs.cpp: where the unguarded function overflows.
 #include <doctest/doctest.h>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab12_custom_autograd_test {

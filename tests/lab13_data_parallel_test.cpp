@@ -22,11 +22,11 @@
 #include <thread>
 #include <vector>
 
-#include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "amp/distributed.h"
 #include "amp_lab_paths.h"
+#include "lab/libtorch.h"
 #include "lab/ranks.h"
 #include "lab_test_support.h"
 

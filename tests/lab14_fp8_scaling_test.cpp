@@ -4,9 +4,8 @@
 
 #include <cmath>
 
-#include <torch/torch.h>
-
 #include "lab/hardware.h"
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab14_fp8_scaling_test {

@@ -5,8 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab16_gradient_clipping_test {

@@ -2,8 +2,7 @@
 // the updates small next to bf16's gap, and the flip's round-to-nearest adds matching the lab's own one.
 #include <doctest/doctest.h>
 
-#include <torch/torch.h>
-
+#include "lab/libtorch.h"
 #include "lab_test_support.h"
 
 namespace lab17_bf16_weights_test {

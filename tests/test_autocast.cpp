@@ -4,11 +4,11 @@
 #include <stdexcept>
 
 #include <ATen/autocast_mode.h>
-#include <torch/torch.h>
 
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
 #include "doctest_torch.h"
+#include "lab/libtorch.h"
 
 namespace test_autocast {
 

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include <ATen/record_function.h>
-#include <torch/torch.h>
 
 #include "amp/bf16_update.h"
 #include "amp/device_caps.h"
+#include "lab/libtorch.h"
 
 namespace test_bf16_update {
 

@@ -9,11 +9,11 @@
 #include <limits>
 #include <vector>
 
-#include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include "amp/clip.h"
 #include "amp/distributed.h"
+#include "lab/libtorch.h"
 
 namespace test_clip {
 

@@ -17,12 +17,12 @@
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
-#include <torch/torch.h>
 
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
 #include "amp_lab_paths.h"
+#include "lab/libtorch.h"
 
 namespace {
 

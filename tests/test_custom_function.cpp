@@ -3,11 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <ATen/autocast_mode.h>
-#include <torch/torch.h>
 
 #include "amp/autocast.h"
 #include "amp/custom_function.h"
 #include "doctest_torch.h"
+#include "lab/libtorch.h"
 
 namespace test_custom_function {
 

@@ -11,11 +11,11 @@
 #include <limits>
 #include <thread>
 
-#include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "amp/distributed.h"
+#include "lab/libtorch.h"
 
 namespace test_distributed {
 

@@ -20,12 +20,12 @@
 #include <type_traits>
 
 #include <ATen/record_function.h>
-#include <torch/torch.h>
 
 #include "amp/checkpoint.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
 #include "doctest_torch.h"
+#include "lab/libtorch.h"
 
 namespace test_grad_scaler {
 

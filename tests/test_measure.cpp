@@ -5,11 +5,10 @@
 #include <cmath>
 #include <limits>
 
-#include <torch/torch.h>
-
 #include "doctest_torch.h"
 #include "lab/charts.h"
 #include "lab/context.h"
+#include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/mlp.h"
 #include "lab/report.h"

@@ -8,11 +8,11 @@
 #include <thread>
 
 #include <ATen/record_function.h>
-#include <torch/torch.h>
 
 #include "amp/autocast.h"
 #include "amp/nonfinite.h"
 #include "doctest_torch.h"
+#include "lab/libtorch.h"
 
 namespace test_nonfinite {
 

@@ -24,12 +24,12 @@
 #include <memory>
 #include <set>
 
-#include <torch/torch.h>
 #include <torch/version.h>
 #include <nlohmann/json.hpp>
 
 #include "amp/grad_scaler.h"
 #include "amp_lab_paths.h"
+#include "lab/libtorch.h"
 
 namespace test_parity {
 

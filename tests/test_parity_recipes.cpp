@@ -14,13 +14,13 @@
 #include <iostream>
 #include <limits>
 
-#include <torch/torch.h>
 #include <nlohmann/json.hpp>
 
 #include "amp/autocast.h"
 #include "amp/custom_function.h"
 #include "amp/grad_scaler.h"
 #include "amp_lab_paths.h"
+#include "lab/libtorch.h"
 
 namespace test_parity_recipes {
 

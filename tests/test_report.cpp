@@ -4,9 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include <torch/torch.h>
-
 #include "lab/charts.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 

@@ -25,12 +25,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/underflow.h"
 

@@ -30,9 +30,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 
 namespace {

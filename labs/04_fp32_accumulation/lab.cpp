@@ -24,10 +24,10 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "lab/hardware.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 
 namespace {

@@ -25,13 +25,13 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
 #include "lab/charts.h"
+#include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
 

@@ -23,11 +23,11 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/underflow.h"
 

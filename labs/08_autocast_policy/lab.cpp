@@ -23,9 +23,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
+#include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
 

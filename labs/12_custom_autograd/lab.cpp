@@ -32,10 +32,10 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/autocast.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 

@@ -31,12 +31,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/distributed.h"
 #include "amp/grad_scaler.h"
+#include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/rank_launch.h"
 #include "lab/ranks.h"

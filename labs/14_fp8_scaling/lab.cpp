@@ -31,12 +31,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
 #include "lab/hardware.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/underflow.h"
 

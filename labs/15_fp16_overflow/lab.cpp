@@ -27,11 +27,11 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/grad_scaler.h"
 #include "amp/nonfinite.h"
+#include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
 

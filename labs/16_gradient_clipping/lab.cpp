@@ -28,12 +28,12 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
 #include "amp/clip.h"
 #include "amp/distributed.h"
 #include "amp/grad_scaler.h"
+#include "lab/libtorch.h"
 #include "lab/rank_launch.h"
 #include "lab/registry.h"
 #include "lab/text.h"

@@ -35,9 +35,9 @@
 
 #include <ATen/Context.h>
 #include <fmt/format.h>
-#include <torch/torch.h>
 
 #include "amp.h"
+#include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
 #include "lab/report.h"

@@ -30,12 +30,12 @@
 #include <vector>
 
 #include <torch/cuda.h>
-#include <torch/torch.h>
 #include <cxxopts.hpp>
 #include <nlohmann/json.hpp>
 
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "lab/libtorch.h"
 
 namespace {
 

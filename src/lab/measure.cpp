@@ -29,9 +29,9 @@
 #include <c10/core/impl/alloc_cpu.h>
 #include <torch/cuda.h>
 #include <torch/optim/adam.h>
-#include <torch/torch.h>
 #include <torch/utils.h>
 
+#include "lab/libtorch.h"
 #include "lab/report.h"
 #include "lab/text.h"
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include <torch/torch.h>
+#include "lab/libtorch.h"
 
 namespace lab {
 

@@ -2,9 +2,8 @@
 
 #include <cmath>
 
-#include <torch/torch.h>
-
 #include "amp/autocast.h"
+#include "lab/libtorch.h"
 
 namespace lab::underflow {
 namespace {

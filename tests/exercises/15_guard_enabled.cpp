@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 #include "amp/autocast.h"
 
