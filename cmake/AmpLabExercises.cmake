@@ -9,9 +9,9 @@
 #
 # The judge's profile: a learner's file compiles at -O0 (what the lab computes runs in LibTorch's kernels and
 # the lab's own -O3 object, not in this code) on a precompiled header of its own, src/runner/exercise_pch.h
-# (the parts of LibTorch an AMP code uses and the amp library): it loads in about 4.5 s of CPU where the
-# labs' <torch/torch.h> takes about 6.5 s, and that load is most of what a check compiles. A header
-# precompiled at -O3 is refused at -O0, hence a header of its own.
+# (the parts of LibTorch an AMP code uses and the amp library): an empty file on it compiles in 2.5 s, and
+# that is most of what a check compiles. A header precompiled at -O3 (the labs', src/lab/libtorch.h) is
+# refused at -O0, hence a header of its own.
 
 set(AMP_LAB_EXERCISES_DIR ${PROJECT_BINARY_DIR}/exercises)
 
@@ -76,10 +76,11 @@ function(amp_lab_write_exercises_json)
   \"cmake\": \"${CMAKE_COMMAND}\",\n  \"exercises\": {${entries}\n  }\n}\n")
 endfunction()
 
-# amp_lab_add_kept_units(NAME FILE...): the learner files the tests keep for lab NAME's exercise
-# (tests/exercises/NN_*.cpp: wrong solutions and correct variants), each an executable
+# amp_lab_add_kept_units(NAME [REFERENCE FILE] FILE...): the learner files the tests keep for lab NAME's
+# exercise (tests/exercises/NN_*.cpp: wrong solutions and correct variants), each an executable
 # exercise_kept_<file name> in build/exercises/bin/ at the judge's profile, as amp_lab_add_exercise_unit
-# makes one, but compiled in one unit. A unit on the exercises' precompiled header spends about 4 s before
+# makes one, but compiled in one unit; with REFERENCE, also that file (the lab's own amp.cpp, what
+# `amp-lab exercise NN --solution` prints) as the executable exerciseNN_reference. A unit on the exercises' precompiled header spends about 4 s before
 # its first line, whatever the file holds (GCC instantiates the LibTorch templates the header leaves
 # pending), so the 10-14 files of an exercise as one unit pay that once. In the unit each file, after a copy
 # of the lab's amp.h, is inside a namespace of its own, amp_lab_kept_<file name>, so that its labNN:: is
@@ -95,15 +96,30 @@ function(_amp_lab_kept_text file out)
   set(${out} "${text}" PARENT_SCOPE)
 endfunction()
 function(amp_lab_add_kept_units name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "REFERENCE" "")
   string(SUBSTRING ${name} 0 2 number)
+  # Each file's stem (its namespace and link map), executable and the path its messages name.
+  set(files "")
   set(stems "")
-  foreach(file IN LISTS ARGN)
+  set(targets "")
+  set(shown "")
+  if(arg_REFERENCE)
+    list(APPEND files ${arg_REFERENCE})
+    list(APPEND stems ${number}_reference)
+    list(APPEND targets exercise${number}_reference)
+    file(RELATIVE_PATH path ${PROJECT_SOURCE_DIR} ${arg_REFERENCE})
+    list(APPEND shown ${path})
+  endif()
+  foreach(file IN LISTS arg_UNPARSED_ARGUMENTS)
     get_filename_component(stem ${file} NAME_WE)
+    list(APPEND files ${file})
     list(APPEND stems ${stem})
+    list(APPEND targets exercise_kept_${stem})
+    list(APPEND shown tests/exercises/${stem}.cpp)
   endforeach()
   if(NOT CMAKE_NM OR NOT AMP_LAB_CXXFILT)  # no way to map the links: one unit per file
-    foreach(file stem IN ZIP_LISTS ARGN stems)
-      amp_lab_add_exercise_unit(exercise_kept_${stem} ${name} ${file})
+    foreach(file target IN ZIP_LISTS files targets)
+      amp_lab_add_exercise_unit(${target} ${name} ${file})
     endforeach()
     return()
   endif()
@@ -113,9 +129,9 @@ function(amp_lab_add_kept_units name)
   # hold for the compiler's messages).
   set(work ${AMP_LAB_EXERCISES_DIR}/kept/${name})
   set(amp_h ${PROJECT_SOURCE_DIR}/labs/${name}/amp.h)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${amp_h} ${ARGN})  # read here
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${amp_h} ${files})  # read here
   set(includes "")
-  foreach(source IN LISTS amp_h ARGN)
+  foreach(source IN LISTS amp_h files)
     file(STRINGS ${source} lines REGEX "^#include ")
     list(APPEND includes ${lines})
   endforeach()
@@ -133,11 +149,11 @@ function(amp_lab_add_kept_units name)
   string(REGEX MATCHALL "\n" newlines "\n${head}")
   list(LENGTH newlines body_line)
   set(bodies "#line 1 \"labs/${name}/amp.h\"\n${head}")
-  foreach(file stem IN ZIP_LISTS ARGN stems)
+  foreach(file stem path IN ZIP_LISTS files stems shown)
     _amp_lab_kept_text(${file} text)
     string(SUBSTRING "${text}" 1 -1 text)
     string(APPEND bodies "\nnamespace amp_lab_kept_${stem} {\n#line ${body_line} \"labs/${name}/amp.h\"\n${amp_body}"
-           "#line 1 \"tests/exercises/${stem}.cpp\"\n${text}}  // namespace amp_lab_kept_${stem}\n")
+           "#line 1 \"${path}\"\n${text}}  // namespace amp_lab_kept_${stem}\n")
   endforeach()
   set(unit "// Written by amp_lab_add_kept_units (cmake/AmpLabExercises.cmake): exercise ${number}'s kept files.\n")
   string(APPEND unit "${includes}\n${bodies}")
@@ -165,12 +181,11 @@ function(amp_lab_add_kept_units name)
             $<TARGET_OBJECTS:lab_${name}_lab> ${PROJECT_SOURCE_DIR}/cmake/amp_lab_kept_links.sh
     COMMENT "Mapping the links of exercise ${number}'s kept files" VERBATIM)
   add_custom_target(exercise_kept_${number}_links DEPENDS ${maps})
-  foreach(stem map IN ZIP_LISTS stems maps)
-    add_executable(exercise_kept_${stem} $<TARGET_OBJECTS:exercise_kept_${number}> $<TARGET_OBJECTS:lab_${name}_lab>)
-    target_link_libraries(exercise_kept_${stem} PRIVATE amp_lab::framework amp_lab::lab_main)
-    target_link_options(exercise_kept_${stem} PRIVATE "@${map}")
-    set_target_properties(exercise_kept_${stem} PROPERTIES LINK_DEPENDS ${map}
-                          RUNTIME_OUTPUT_DIRECTORY ${AMP_LAB_EXERCISES_DIR}/bin)
-    add_dependencies(exercise_kept_${stem} exercise_kept_${number}_links)
+  foreach(target map IN ZIP_LISTS targets maps)
+    add_executable(${target} $<TARGET_OBJECTS:exercise_kept_${number}> $<TARGET_OBJECTS:lab_${name}_lab>)
+    target_link_libraries(${target} PRIVATE amp_lab::framework amp_lab::lab_main)
+    target_link_options(${target} PRIVATE "@${map}")
+    set_target_properties(${target} PROPERTIES LINK_DEPENDS ${map} RUNTIME_OUTPUT_DIRECTORY ${AMP_LAB_EXERCISES_DIR}/bin)
+    add_dependencies(${target} exercise_kept_${number}_links)
   endforeach()
 endfunction()

@@ -10,7 +10,7 @@ endfunction()
 # Build profiles. Every target states its profile where it is added, beside its sources:
 #   timed  amp_lab_timed_compile(): what the labs and the benchmark measure (the labs, the lab framework, the
 #          amp library, the benchmark): the build type's optimisation (-O3 in Release), on the precompiled
-#          <torch/torch.h> unless told NO_PCH.
+#          LibTorch header (src/lab/libtorch.h) unless told NO_PCH.
 #   quick  amp_lab_quick_compile(): code no one times (the runner, the report, the command lines, the tests):
 #          -Og, which compiles in about half the time of -O3 (the runner's largest unit: 8.1 s against
 #          15.7 s) and keeps the flow analysis GCC's warnings need. The precompiled header, built at -O3,
@@ -43,7 +43,7 @@ endfunction()
 # amp_lab_add_lab(01_master_weights [CORE] [NO_PCH]) adds the lab in labs/01_master_weights/:
 #  - lab.cpp (the problem, measure and report) and amp.cpp (the AMP code a learner copies), each an object
 #    library, lab_<name>_lab and lab_<name>_amp, at the labs' profile: the build type's optimisation (-O3 in
-#    Release), on the precompiled <torch/torch.h>; both are linked into the lab tests (the lab registers
+#    Release), on the precompiled src/lab/libtorch.h; both are linked into the lab tests (the lab registers
 #    itself);
 #  - an executable lab01_master_weights of the two, that runs just that lab;
 #  - with labs/<name>/exercise.cpp (the starter: amp.cpp with its key lines taken out), the exercise: the
@@ -51,7 +51,7 @@ endfunction()
 # Adding a lab is its folder plus one line in labs/CMakeLists.txt. A lab links the whole lab framework
 # (amp_lab::framework), or with CORE the lab core alone (autocast, the GradScaler, the report, charts and
 # registry: src/CMakeLists.txt), and then its build waits for nothing else. NO_PCH compiles it without the
-# precompiled <torch/torch.h>, which takes longer to build than such a lab takes to compile without it: lab
+# precompiled LibTorch header, which takes longer to build than such a lab takes to compile without it: lab
 # 01's, so that the first question waits for neither (BENCHMARKS.md, "Cold build").
 function(amp_lab_add_lab name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "CORE;NO_PCH" "" "")

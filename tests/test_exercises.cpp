@@ -1,6 +1,6 @@
-// The exercises kept honest: for each exercise, its starter compiles and fails the lab's checks,
-// the lab's own amp.cpp (built as a learner's file) passes them, and every wrong solution kept in
-// tests/exercises/ fails them with the hint it names. ctest runs each case once per exercise
+// The exercises kept honest: for each exercise, its starter compiles and fails the lab's checks, the
+// lab's own amp.cpp (at the judge's profile, with the kept files) passes them, and every wrong solution
+// kept in tests/exercises/ fails them with the hint it names. ctest runs each case once per exercise
 // (tests/CMakeLists.txt sets AMP_LAB_TEST_EXERCISE); the executables are built with the tests, each the
 // lab's lab.cpp object linked with one learner's file in place of amp.cpp, and run here in quick mode, as
 // `amp-lab check` does.
