@@ -20,8 +20,14 @@ NOT_FUNCTIONS = ("namespace", "struct", "class", "enum", "union", "#", "//", "}"
 
 
 def tracked(root, *patterns):
-    out = subprocess.run(["git", "-C", root, "ls-files", *patterns], capture_output=True, text=True, check=True)
-    return [f for f in out.stdout.split() if f.endswith((".cpp", ".h"))]
+    """The C++ files git tracks under the folders; outside a git clone (a source archive), every one there."""
+    out = subprocess.run(["git", "-C", root, "ls-files", *patterns], capture_output=True, text=True)
+    if out.returncode == 0:
+        names = out.stdout.split()
+    else:
+        names = [os.path.relpath(os.path.join(d, f), root) for p in patterns
+                 for d, _, files in os.walk(os.path.join(root, p)) for f in files]
+    return sorted(f for f in names if f.endswith((".cpp", ".h")))
 
 
 def check_format(root):
