@@ -178,10 +178,14 @@ def sections(markdown):
     return out
 
 
-def paragraphs(text):
-    """(first line number, paragraph) of a text, paragraphs split at blank lines."""
+def paragraphs(text, yaml=False):
+    """(first line number, paragraph) of a text, paragraphs split at blank lines (in YAML also at each key,
+    so that each question's explanation, hint and option is a paragraph of its own)."""
     out, start, lines = [], 1, []
     for n, line in enumerate(text.split("\n"), 1):
+        if yaml and lines and re.match(r"\s*(- )?[\w-]+:( |$)", line):
+            out.append((start, "\n".join(lines)))
+            lines = []
         if line.strip():
             if not lines:
                 start = n
@@ -345,29 +349,33 @@ def lab_numbers(text):
 
 
 def check_dtype(doc, text, found, code):
+    """In a sentence that names --dtype, each clause that names labs names labs that take it, or says they
+    refuse it."""
     takers = {number for number, _, takes in code.labs if takes}
-    for start, para in paragraphs(text):
+    for start, para in paragraphs(text, yaml=doc.endswith(".yaml")):
         flat = re.sub(r"\s+", " ", para)
-        for sentence in re.split(r"(?<=[.;])\s", flat):
+        for sentence in re.split(r"(?<=\.)\s", flat):
             if "--dtype" not in sentence:
                 continue
-            named = lab_numbers(sentence)
-            if not named:
-                continue
-            refusing = re.search(r"refuse|does not apply|do not take|not take", sentence)
-            wrong = named & takers if refusing else named - takers
-            if wrong:
-                which = "take it" if refusing else "refuse it"
-                found.add(f"{doc}:{start}", f"--dtype: labs {sorted(wrong)} {which} (labs/catalog.cpp), but: "
-                                             f"\"{sentence[:160]}\"")
+            for clause in re.split(r"(?<=;)\s", sentence):
+                named = lab_numbers(clause)
+                if not named:
+                    continue
+                refusing = re.search(r"refuse|does not apply|do not take|not take", clause)
+                wrong = named & takers if refusing else named - takers
+                if wrong:
+                    which = "take it" if refusing else "refuse it"
+                    found.add(f"{doc}:{start}", f"--dtype: labs {sorted(wrong)} {which} (labs/catalog.cpp), but: "
+                                                 f"\"{clause[:160]}\"")
 
 
 def check_machines(doc, text, found):
-    for start, para in paragraphs(text):
+    for start, para in paragraphs(text, yaml=doc.endswith(".yaml")):
         if "AMD EPYC" in para and not re.search(r"family\s+\d+|family\s+(?:was\s+|were\s+)?not\s+recorded", para):
+            flat = re.sub(r"\s+", " ", para)
+            at = flat.index("AMD EPYC")
             found.add(f"{doc}:{start}", "names an AMD EPYC without its family (lscpu) or saying it was not "
-                      "recorded: \"" +
-                      re.sub(r"\s+", " ", para)[:120] + "\"")
+                      f"recorded: \"...{flat[max(0, at - 70):at + 70]}...\"")
 
 
 def check_lists(root, docs, found, code):
