@@ -498,4 +498,26 @@ TEST_CASE("in job mode, rank 0 stopped mid-run is named by rank 1 within a few r
   CHECK(err.find("rank 0 of 2 stopped answering") != std::string::npos);
 }
 
+TEST_CASE("in job mode, rank 0 on a port in use says so in one line, without c10d's socket text") {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(listen(fd, 1) == 0);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const int port = ntohs(a.sin_port);
+  Child rank0({kLab, "--quick", "--device", "cpu"},
+              {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)});
+  CHECK(rank0.wait(60) == 3);
+  close(fd);
+  const std::string err = rank0.err();
+  CAPTURE(err);
+  CHECK(lines(err) == 1);
+  CHECK(err.find("cannot host the store on port " + std::to_string(port) + ": it is in use") !=
+        std::string::npos);
+  CHECK(err.find("EADDRINUSE") == std::string::npos);
+}
+
 }  // namespace lab13_data_parallel_test

@@ -63,7 +63,7 @@ void put(const std::string& path, const std::string& text) {
 }
 
 mode_t mode_of(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   REQUIRE(::lstat(path.c_str(), &st) == 0);
   return st.st_mode & 07777;
 }
@@ -300,7 +300,7 @@ TEST_CASE("a FIFO, a socket or a device node at the target is refused, left as i
     MESSAGE("not root: no fake device node, the FIFO and the socket only");
   for (const std::string& f : specials) {
     CAPTURE(f);
-    struct stat before{};
+    struct stat before {};
     REQUIRE(::lstat(f.c_str(), &before) == 0);
     try {
       write_file_atomically(f, "report");
@@ -309,7 +309,7 @@ TEST_CASE("a FIFO, a socket or a device node at the target is refused, left as i
       CHECK(e.path() == f);
       CHECK(e.code().value() == ENOTSUP);
     }
-    struct stat after{};
+    struct stat after {};
     REQUIRE(::lstat(f.c_str(), &after) == 0);
     CHECK(after.st_ino == before.st_ino);
     CHECK((after.st_mode & S_IFMT) == (before.st_mode & S_IFMT));
@@ -320,7 +320,7 @@ TEST_CASE("a FIFO, a socket or a device node at the target is refused, left as i
   file.write("report");
   REQUIRE(::mkfifo(late.c_str(), 0600) == 0);
   CHECK_THROWS_AS(file.commit(), AtomicFileError);
-  struct stat st{};
+  struct stat st {};
   CHECK((::lstat(late.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
   ::close(sock);
   std::vector<std::string> names{"fifo", "late", "socket"};

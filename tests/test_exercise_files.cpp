@@ -7,13 +7,16 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "lab/regular_file.h"
+#include "runner/exercise.h"
 #include "runner/exercise_files.h"
 
 namespace {
@@ -115,4 +118,72 @@ TEST_CASE("the judge's reads refuse a FIFO, a device, a symlink to /dev/zero and
   CHECK(lab::read_regular_file(dir.file("compile.log"), {.max_bytes = 1000, .cut = true}, &cut).size() ==
         1000);
   CHECK(cut);
+}
+
+namespace {
+
+// A stand-in for a lab's executable: a shell script in `dir` (run_lab_executable runs any program).
+std::string fake_lab(const Folder& dir, const std::string& body) {
+  const std::string path = dir.file("fake_lab.sh");
+  put(path, "#!/bin/sh\n" + body + "\n");
+  ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+const runner::ExerciseInfo kNoHints{};
+
+}  // namespace
+
+TEST_CASE(
+    "the report reaches the judge on a descriptor of its own, and no path is on the lab's command line") {
+  Folder dir;
+  const std::string lab = fake_lab(
+      dir,
+      "echo \"$@\" >&2\n"
+      "printf '{\"passed\": true, \"checks\": [{\"key\": \"k\", \"claim\": \"c\", \"evidence\": \"e\", "
+      "\"passed\": true}]}' >&$AMP_LAB_REPORT_FD\n");
+  const runner::LabRun run = runner::run_lab_executable(lab, /*full=*/false, /*deadline_s=*/20);
+  CHECK(run.exit_code == 0);
+  CHECK(run.err == "--device cpu --quick\n");  // nothing the code could write a report to
+  const runner::Verdict v = runner::verdict_from_run(kNoHints, run, {"k"});
+  CHECK(v.kind == runner::Verdict::Passed);
+}
+
+TEST_CASE("a report of the wrong types, or too large, is the lab's error in one line, never an exception") {
+  Folder dir;
+  for (const std::string& report :
+       {std::string(
+            R"({"passed": true, "checks": [{"key": 5, "claim": "c", "evidence": "e", "passed": true}]})"),
+        std::string(R"({"passed": "yes", "checks": []})"),
+        std::string(
+            R"({"passed": true, "checks": [{"key": "k", "claim": "c", "evidence": "e", "passed": 1}]})")}) {
+    CAPTURE(report);
+    put(dir.file("report.json"), report);
+    const std::string lab = fake_lab(dir, "cat '" + dir.file("report.json") + "' >&$AMP_LAB_REPORT_FD");
+    const runner::LabRun run = runner::run_lab_executable(lab, false, 20);
+    runner::Verdict v;
+    CHECK_NOTHROW(v = runner::verdict_from_run(kNoHints, run, {"k"}));
+    CHECK(v.kind == runner::Verdict::LabError);
+    CHECK(v.output.find("the lab's report is not one the lab writes") != std::string::npos);
+  }
+  const std::string lab = fake_lab(dir, "head -c 5000000 /dev/zero >&$AMP_LAB_REPORT_FD");
+  const runner::Verdict v =
+      runner::verdict_from_run(kNoHints, runner::run_lab_executable(lab, false, 20), {});
+  CHECK(v.kind == runner::Verdict::LabError);
+  CHECK(v.output.find("larger than") != std::string::npos);
+}
+
+TEST_CASE("what the lab's program starts, in its own session or orphaned, is gone when the run returns") {
+  Folder dir;
+  const std::string lab = fake_lab(dir, "setsid sleep 60 & echo $! > '" + dir.file("left") +
+                                            "'\n(sleep 61 & echo $! > '" + dir.file("orphan") + "')\nexit 0");
+  runner::run_lab_executable(lab, false, 20);
+  for (const char* name : {"left", "orphan"}) {
+    CAPTURE(name);
+    std::ifstream in(dir.file(name));
+    pid_t pid = 0;
+    REQUIRE(static_cast<bool>(in >> pid));
+    const bool gone = ::kill(pid, 0) != 0 && errno == ESRCH;
+    CHECK(gone);
+  }
 }

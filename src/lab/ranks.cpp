@@ -251,7 +251,16 @@ c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port,
   o.isServer = server;
   o.waitWorkers = false;
   o.timeout = timeout;
-  if (server) return c10::make_intrusive<c10d::TCPStore>(host, o);
+  if (server) {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(host, o);
+    } catch (const std::exception& e) {  // c10d's text names its socket internals; the cause, said plainly
+      const std::string what = one_line(e);
+      throw std::runtime_error(fmt::format(
+          "cannot host the store on port {}: {}", port,
+          what.find("EADDRINUSE") != std::string::npos ? "it is in use (another MASTER_PORT?)" : what));
+    }
+  }
   check_store_answers(host, port, timeout);
   // The store answered; its client now makes the same handshake, still under a deadline of its own.
   const auto deadline = Clock::now() + timeout;

@@ -31,7 +31,7 @@ ReadError::ReadError(const std::string& path, const std::string& why, int error)
 
 std::string read_regular_fd(int fd, const std::string& name, const ReadOptions& o, bool* was_cut) {
   if (was_cut) *was_cut = false;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0) throw ReadError(name, std::strerror(errno), errno);
   if (const std::string why = not_a_file(st); !why.empty()) throw ReadError(name, why, 0);
   if (static_cast<size_t>(st.st_size) > o.max_bytes && !o.cut)
@@ -56,7 +56,7 @@ std::string read_regular_fd(int fd, const std::string& name, const ReadOptions& 
 }
 
 std::string read_regular_file(const std::string& path, const ReadOptions& o, bool* was_cut) {
-  struct stat st{};
+  struct stat st {};
   if ((o.follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0)
     throw ReadError(path, std::strerror(errno), errno);
   if (const std::string why = not_a_file(st); !why.empty()) throw ReadError(path, why, 0);

@@ -59,7 +59,7 @@ int link_without_replacing(const std::string& temp, const std::string& target) {
 // rename would put a plain file in its place, and /dev/full or a pipe someone reads would be gone. EISDIR
 // for a folder.
 int replaceable(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return 0;  // missing (or unreachable: the rename will say why)
   if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return 0;
   return S_ISDIR(st.st_mode) ? EISDIR : ENOTSUP;
@@ -86,7 +86,7 @@ AtomicFile::AtomicFile(std::string path, AtomicFileOptions options)
       throw AtomicFileError(path_, e);
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (options_.replace == Replace::Yes && ::lstat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode))
     ::fchmod(fd_, st.st_mode & 0777);  // the file replaced keeps its permissions, where the system allows
 }
