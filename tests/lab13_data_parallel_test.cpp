@@ -420,6 +420,28 @@ std::string spawn_sh(const std::string& script, int world, double* took,
   return what;
 }
 
+// Waits (at most 60 s) until rank 0's store listens on `port`, then a second for the ranks to start training.
+void wait_for_store(int port) {
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  for (bool listening = false; !listening && Clock::now() < until;) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    listening = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// The environment of rank `rank` of a job of `world` ranks at 127.0.0.1:port.
+std::vector<std::string> job_rank(int rank, int world, int port) {
+  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port)};
+}
+
 }  // namespace
 
 TEST_CASE("a rank stopped after its peer finished is blamed after the rank timeout, not at the deadline") {
@@ -467,26 +489,10 @@ TEST_CASE("what a rank starts outlives neither the rank nor the call, in a sessi
 
 TEST_CASE("in job mode, rank 0 stopped mid-run is named by rank 1 within a few rank timeouts") {
   const int port = free_port();
-  const std::vector<std::string> job{"WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1",
-                                     "MASTER_PORT=" + std::to_string(port)};
-  std::vector<std::string> env0{"RANK=0"}, env1{"RANK=1"};
-  env0.insert(env0.end(), job.begin(), job.end());
-  env1.insert(env1.end(), job.begin(), job.end());
-  Child rank0({kLab, "--device", "cpu"}, env0);
-  Child rank1({kLab, "--device", "cpu"}, env1);
+  Child rank0({kLab, "--device", "cpu"}, job_rank(0, 2, port));
+  Child rank1({kLab, "--device", "cpu"}, job_rank(1, 2, port));
   // Once rank 0's store listens and the ranks had a second to start training, rank 0 (and its store) stops.
-  const auto until = Clock::now() + std::chrono::seconds(60);
-  for (bool listening = false; !listening && Clock::now() < until;) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    listening = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-    close(fd);
-    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  wait_for_store(port);
   REQUIRE(kill(rank0.pid(), SIGSTOP) == 0);
   const auto t = Clock::now();
   CHECK(rank1.wait(60) == 3);
@@ -518,6 +524,23 @@ TEST_CASE("in job mode, rank 0 on a port in use says so in one line, without c10
   CHECK(err.find("cannot host the store on port " + std::to_string(port) + ": it is in use") !=
         std::string::npos);
   CHECK(err.find("EADDRINUSE") == std::string::npos);
+}
+
+TEST_CASE("in a job of 3, a rank killed mid-run is the one every healthy rank names, rank 0 included") {
+  const int port = free_port();
+  Child rank0({kLab, "--device", "cpu"}, job_rank(0, 3, port));
+  Child rank1({kLab, "--device", "cpu"}, job_rank(1, 3, port));
+  Child rank2({kLab, "--device", "cpu"}, job_rank(2, 3, port));
+  wait_for_store(port);
+  REQUIRE(kill(rank2.pid(), SIGKILL) == 0);
+  // Rank 0 hosts the store: it stays until rank 1 has its answer, so rank 1 does not blame rank 0's leaving.
+  for (Child* healthy : {&rank0, &rank1}) {
+    CHECK(healthy->wait(60) == 3);
+    const std::string err = healthy->err();
+    CAPTURE(err);
+    CHECK(err.find("rank 2 of 3 stopped answering") != std::string::npos);
+    CHECK(err.find("rank 0 of 3") == std::string::npos);
+  }
 }
 
 }  // namespace lab13_data_parallel_test

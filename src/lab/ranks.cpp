@@ -556,12 +556,24 @@ std::string job_failure(const c10::intrusive_ptr<c10d::Store>& store, int rank, 
   std::vector<int> silent;
   // The store's own calls wait for its answer without a deadline (a store in a paused rank 0 never
   // answers): asked on a thread of their own, which keeps the store alive, and given up at the deadline.
+  // Rank 0 hosts the store: it stays until every rank that answered has its own answer (or the rank
+  // timeout passes again), so that none of them takes the store's going for rank 0's fault.
   const auto deadline = Clock::now() + timeout;
-  std::function<std::vector<int>()> ask = [store, rank, world, deadline] {
-    return missing_ranks(*store, "alive", rank, world, deadline);
+  std::function<std::vector<int>()> ask = [store, rank, world, deadline, timeout] {
+    std::vector<int> missing = missing_ranks(*store, "alive", rank, world, deadline);
+    store->set(fmt::format("amp-lab/job/told/{}", rank), std::vector<uint8_t>{1});
+    for (const auto until = deadline + timeout; rank == 0 && Clock::now() < until;) {
+      bool waiting = false;
+      for (int r = 1; r < world && !waiting; ++r)
+        waiting = std::find(missing.begin(), missing.end(), r) == missing.end() &&
+                  !store->check({fmt::format("amp-lab/job/told/{}", r)});
+      if (!waiting) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return missing;
   };
   try {
-    if (auto answered = within(deadline + milliseconds(500), ask))
+    if (auto answered = within(deadline + (rank == 0 ? timeout : milliseconds(0)) + milliseconds(500), ask))
       silent = *answered;
     else if (rank != 0)
       silent = {0};
