@@ -5,7 +5,7 @@
 # between checks is not believed; a process the learner's code starts in a session of its own is gone when
 # check ends; a work folder removed by the learner's code is made again, and a file saved with a UTF-8
 # byte-order mark builds; watch stops at once when its output cannot be written, says nothing of a build
-# its SIGTERM interrupted, and waits through its file becoming a symlink to /dev/zero.
+# its SIGTERM interrupted, and waits through its file becoming a symlink to /dev/zero or too large to read.
 #   exercise_hostile_test.sh AMP_LAB SOURCE_DIR BUILD_DIR
 # Its own workspace and progress file; exercise 09's learner build is shared, so ctest runs it alone.
 set -uo pipefail
@@ -138,8 +138,8 @@ grep -qs '"checks_run"' "$XDG_STATE_HOME/amp-lab/progress.json" && fail "an inte
 export XDG_STATE_HOME=$scratch/state
 
 # watch, its file turned into a symlink to /dev/zero (read four times a second) and then saved right: it
-# waits, in little memory, and passes. Its address space is capped at 3 GB, so a watch that read the whole
-# of /dev/zero fails here with std::bad_alloc instead of taking the machine's memory.
+# waits, in little memory (its peak under 200 MB), and passes. Its address space is capped at 3 GB, so a
+# watch that read the whole of /dev/zero takes no more of the machine's memory than that.
 cp "$source_dir/tests/exercises/09_loss_not_divided.cpp" "$file"
 (ulimit -v 3000000; exec "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch.out" 2>&1) &
 pid=$!
@@ -147,7 +147,14 @@ for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch.out" && break; sle
 ln -sfn /dev/zero "$file"
 sleep 3
 kill -0 $pid 2>/dev/null || fail "watch ended when its file became a symlink to /dev/zero: $(tail -2 "$scratch/watch.out")"
+peak=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+((${peak:-0} < 200000)) || fail "watch grew to ${peak} kB reading its file, a symlink to /dev/zero"
 rm -f "$file"
+# Then a file it cannot read (2 MB, over a source file's cap): said in one line, and waited through.
+head -c 2000000 /dev/zero | tr '\0' ' ' >"$file.big" && mv "$file.big" "$file"
+for _ in $(seq 1 40); do grep -q "larger than" "$scratch/watch.out" && break; sleep 0.25; done
+grep -q "larger than" "$scratch/watch.out" || fail "watch said nothing of a file it cannot read"
+kill -0 $pid 2>/dev/null || fail "watch ended on a file it cannot read: $(tail -2 "$scratch/watch.out")"
 cp "$solution" "$file.new" && mv "$file.new" "$file"
 for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
 kill $pid 2>/dev/null
