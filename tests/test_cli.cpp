@@ -1232,6 +1232,15 @@ TEST_CASE("exercise and check: a folder at the learner's path, --dir kept in sug
   CHECK(has(unwritable.err, "amp-lab exercise: cannot write /proc/self/"));
   CHECK(count(unwritable.err, ": ") == 2);  // "amp-lab exercise: cannot write FILE: <strerror>"
   CHECK(count(unwritable.err, "\n") == 1);
+  // An empty --dir, and one that is a symlink to nothing: said as they are, not as a system error.
+  const auto blank = run("exercise 09 --dir ''");
+  CHECK(blank.code == 2);
+  CHECK(blank.err == "amp-lab exercise: --dir needs a folder, got ''\n");
+  fs::create_symlink(dir.path / "nowhere", dir.path / "dangling");
+  const auto dangling = run("exercise 09 --dir " + q((dir.path / "dangling").string()));
+  CHECK(dangling.code == 2);
+  CHECK(has(dangling.err, "dangling is a symlink to nothing"));
+  CHECK_FALSE(fs::exists(dir.path / "nowhere"));
 }
 
 // ---- Output that cannot be written, echoed input -----------------------------------------------------

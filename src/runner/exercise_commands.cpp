@@ -53,13 +53,22 @@ cxxopts::ParseResult parse(cxxopts::Options& options, int argc, const char* cons
   return args;
 }
 
-fs::path workspace_of(const cxxopts::ParseResult& args) {
-  return args.count("dir") ? fs::path(args["dir"].as<std::string>()) : default_workspace();
-}
-
 // A path as printed: escaped (a name may hold ESC or other control bytes), whole up to 1024 glyphs.
 std::string shown(const fs::path& p) {
   return lab::escape(p.string(), 1024);
+}
+
+fs::path workspace_of(const cxxopts::ParseResult& args) {
+  if (!args.count("dir")) return default_workspace();
+  const fs::path dir = args["dir"].as<std::string>();
+  if (dir.empty()) throw lab::UsageError("--dir needs a folder, got ''");
+  // A symlink to nothing would be "File exists" when the folder is made: said as it is.
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(dir, ec)) && !fs::exists(fs::status(dir, ec)))
+    throw lab::UsageError(
+        fmt::format("--dir {} is a symlink to nothing ({}): make that folder, or use another", shown(dir),
+                    lab::escape(fs::read_symlink(dir, ec).string(), 1024)));
+  return dir;
 }
 
 // " --dir X" when the command was given --dir, so that a suggested command names the same workspace.
