@@ -273,16 +273,23 @@ TEST_CASE("a paused child is seen as paused, and runs on when continued") {
 
 TEST_CASE("a Ctrl-C this process has no handler for goes on to the child, then ends this process as well") {
   Folder dir;
-  const std::string ready = dir.file("ready"), marker = dir.file("marker");
+  const std::string ready = dir.file("ready"), marker = dir.file("marker"), waiting = dir.file("waiting");
   const int status = in_copy(
       [&] {
         Child child(sh("trap 'echo got INT > \"" + marker + "\"; exit 5' INT; echo ready > '" + ready +
                        "'; while :; do sleep 0.05; done"));
-        lab::wait_for(child, {.deadline = 30s});
+        // Said from inside the wait, once its handler is in place: a signal before that would end the copy
+        // by its default action, the child never hearing of it.
+        bool said = false;
+        lab::wait_for(child, {.deadline = 30s, .tick = [&] {
+                                if (!said) std::ofstream(waiting) << "waiting\n", said = true;
+                                return true;
+                              }});
         return 1;  // not reached: the signal is raised again once the child has ended
       },
       [&](pid_t copy) {
         REQUIRE(await_line(ready) == "ready");
+        REQUIRE(await_line(waiting) == "waiting");
         ::kill(copy, SIGINT);  // to the waiting process alone, as a `kill` does: not to the child's group
       });
   CHECK(WIFSIGNALED(status));
