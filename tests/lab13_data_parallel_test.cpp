@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -392,6 +393,154 @@ TEST_CASE("in job mode, a rank that came and then answered nothing is named, wit
   CHECK(err.find("lab failed: rank 1 of 2 stopped answering (nothing from it within 2 s)") !=
         std::string::npos);
   CHECK(err.find(".cc:") == std::string::npos);
+}
+
+// ---- Ranks that stop late, exit early or leave processes behind (spawn_ranks on small shell ranks) ----
+
+namespace {
+
+// spawn_ranks on `world` ranks of `sh -c script` (RANK set), the rank timeout 1 s: the line it throws, ""
+// when it returned; *took: how long the call took.
+std::string spawn_sh(const std::string& script, int world, double* took,
+                     std::function<bool(int)> handed_back = {}) {
+  ::setenv(lab::kRankTimeoutVar, "1", 1);
+  lab::SpawnOptions o{.world = world, .program = {"/bin/sh", {"-c", script}}};
+  o.vars_of = [](int rank) { return std::vector<std::string>{"RANK=" + std::to_string(rank)}; };
+  o.deadline = std::chrono::seconds(20);
+  o.handed_back = std::move(handed_back);
+  const auto t = Clock::now();
+  std::string what;
+  try {
+    lab::spawn_ranks(o);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  *took = seconds_since(t);
+  ::unsetenv(lab::kRankTimeoutVar);
+  return what;
+}
+
+// Waits (at most 60 s) until rank 0's store listens on `port`, then a second for the ranks to start training.
+void wait_for_store(int port) {
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  for (bool listening = false; !listening && Clock::now() < until;) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    listening = connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// The environment of rank `rank` of a job of `world` ranks at 127.0.0.1:port.
+std::vector<std::string> job_rank(int rank, int world, int port) {
+  return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port)};
+}
+
+}  // namespace
+
+TEST_CASE("a rank stopped after its peer finished is blamed after the rank timeout, not at the deadline") {
+  double took = 0;
+  const std::string what = spawn_sh("if [ $RANK = 0 ]; then kill -STOP $$; sleep 60; fi; exit 0", 2, &took);
+  MESSAGE("rank 0 stopped, rank 1 done, to the error (rank timeout 1 s, deadline 20 s): " << took << " s");
+  CHECK(took < 10);
+  CHECK(what.find("rank 0 of 2 stopped answering (stopped by a signal)") != std::string::npos);
+  CHECK(no_children_left());
+}
+
+TEST_CASE("a rank still running well after its peer finished is blamed after the rank timeout") {
+  double took = 0;
+  const std::string what = spawn_sh("if [ $RANK = 1 ]; then exec sleep 60; fi; exit 0", 2, &took);
+  CHECK(took < 10);
+  CHECK(what.find("rank 1 of 2 stopped answering (still running 1 s after a peer finished)") !=
+        std::string::npos);
+  CHECK(no_children_left());
+}
+
+TEST_CASE("a rank that exits 0 without handing back its values is named at once") {
+  double took = 0;
+  const std::string what = spawn_sh("if [ $RANK = 1 ]; then exit 0; fi; exec sleep 60", 2, &took,
+                                    [](int rank) { return rank != 1; });
+  CHECK(took < 5);
+  CHECK(what.find("rank 1 of 2 ended (exit code 0) without handing back its values") != std::string::npos);
+}
+
+TEST_CASE("what a rank starts outlives neither the rank nor the call, in a session of its own too") {
+  char tmpl[] = "/tmp/amp_lab13_left_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  const fs::path dir = tmpl;
+  double took = 0;
+  const std::string what =
+      spawn_sh("setsid sleep 60 & echo $! > '" + dir.string() + "/left.'$RANK; exit 0", 2, &took);
+  CHECK(what.empty());
+  for (const char* name : {"left.0", "left.1"}) {
+    const std::string pid = slurp(dir / name);
+    CAPTURE(name);
+    REQUIRE_FALSE(pid.empty());
+    CHECK(process_gone(std::stoi(pid)));
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("in job mode, rank 0 stopped mid-run is named by rank 1 within a few rank timeouts") {
+  const int port = free_port();
+  Child rank0({kLab, "--device", "cpu"}, job_rank(0, 2, port));
+  Child rank1({kLab, "--device", "cpu"}, job_rank(1, 2, port));
+  // Once rank 0's store listens and the ranks had a second to start training, rank 0 (and its store) stops.
+  wait_for_store(port);
+  REQUIRE(kill(rank0.pid(), SIGSTOP) == 0);
+  const auto t = Clock::now();
+  CHECK(rank1.wait(60) == 3);
+  MESSAGE("rank 0 stopped to rank 1's error (AMP_LAB_RANK_TIMEOUT=2): " << seconds_since(t) << " s");
+  CHECK(seconds_since(t) < 30);
+  const std::string err = rank1.err();
+  CAPTURE(err);
+  CHECK(lines(err) == 1);
+  CHECK(err.find("rank 0 of 2 stopped answering") != std::string::npos);
+}
+
+TEST_CASE("in job mode, rank 0 on a port in use says so in one line, without c10d's socket text") {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(listen(fd, 1) == 0);
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const int port = ntohs(a.sin_port);
+  Child rank0({kLab, "--quick", "--device", "cpu"},
+              {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + std::to_string(port)});
+  CHECK(rank0.wait(60) == 3);
+  close(fd);
+  const std::string err = rank0.err();
+  CAPTURE(err);
+  CHECK(lines(err) == 1);
+  CHECK(err.find("cannot host the store on port " + std::to_string(port) + ": it is in use") !=
+        std::string::npos);
+  CHECK(err.find("EADDRINUSE") == std::string::npos);
+}
+
+TEST_CASE("in a job of 3, a rank killed mid-run is the one every healthy rank names, rank 0 included") {
+  const int port = free_port();
+  Child rank0({kLab, "--device", "cpu"}, job_rank(0, 3, port));
+  Child rank1({kLab, "--device", "cpu"}, job_rank(1, 3, port));
+  Child rank2({kLab, "--device", "cpu"}, job_rank(2, 3, port));
+  wait_for_store(port);
+  REQUIRE(kill(rank2.pid(), SIGKILL) == 0);
+  // Rank 0 hosts the store: it stays until rank 1 has its answer, so rank 1 does not blame rank 0's leaving.
+  for (Child* healthy : {&rank0, &rank1}) {
+    CHECK(healthy->wait(60) == 3);
+    const std::string err = healthy->err();
+    CAPTURE(err);
+    CHECK(err.find("rank 2 of 3 stopped answering") != std::string::npos);
+    CHECK(err.find("rank 0 of 3") == std::string::npos);
+  }
 }
 
 }  // namespace lab13_data_parallel_test

@@ -2,13 +2,17 @@
 // writer each leave the target whole, and no temporary file is left behind but by a crash.
 #include <doctest/doctest.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -274,4 +278,52 @@ TEST_CASE("commit() twice, or a write after it, is an error, and the file stays 
   CHECK_FALSE(file.write("second"));
   CHECK_THROWS_AS(file.commit(), AtomicFileError);
   CHECK(slurp(f) == "first");
+}
+
+TEST_CASE("a FIFO, a socket or a device node at the target is refused, left as it was, nothing made") {
+  Folder dir;
+  std::vector<std::string> specials{dir.file("fifo")};
+  REQUIRE(::mkfifo(specials.back().c_str(), 0600) == 0);
+  const std::string socket_path = dir.file("socket");
+  const int sock = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(sock >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  REQUIRE(socket_path.size() < sizeof addr.sun_path);
+  std::strcpy(addr.sun_path, socket_path.c_str());
+  REQUIRE(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  specials.push_back(socket_path);
+  // A fake node of its own (the numbers of /dev/full), made only where this test may: never a real one.
+  if (::geteuid() == 0 && ::mknod(dir.file("full").c_str(), S_IFCHR | 0600, ::makedev(1, 7)) == 0)
+    specials.push_back(dir.file("full"));
+  else
+    MESSAGE("not root: no fake device node, the FIFO and the socket only");
+  for (const std::string& f : specials) {
+    CAPTURE(f);
+    struct stat before {};
+    REQUIRE(::lstat(f.c_str(), &before) == 0);
+    try {
+      write_file_atomically(f, "report");
+      FAIL("replaced");
+    } catch (const AtomicFileError& e) {
+      CHECK(e.path() == f);
+      CHECK(e.code().value() == ENOTSUP);
+    }
+    struct stat after {};
+    REQUIRE(::lstat(f.c_str(), &after) == 0);
+    CHECK(after.st_ino == before.st_ino);
+    CHECK((after.st_mode & S_IFMT) == (before.st_mode & S_IFMT));
+  }
+  // One put there between the constructor and commit() is refused too.
+  const std::string late = dir.file("late");
+  AtomicFile file(late);
+  file.write("report");
+  REQUIRE(::mkfifo(late.c_str(), 0600) == 0);
+  CHECK_THROWS_AS(file.commit(), AtomicFileError);
+  struct stat st {};
+  CHECK((::lstat(late.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  ::close(sock);
+  std::vector<std::string> names{"fifo", "late", "socket"};
+  if (specials.size() == 3) names.insert(names.begin() + 1, "full");
+  CHECK(dir.entries() == names);
 }

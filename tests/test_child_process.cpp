@@ -3,6 +3,8 @@
 // that reach this process passed on as asked. What needs a signal sent to the waiting process runs in a
 // forked copy of the test, with the default actions back (doctest handles SIGINT and SIGTERM itself).
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -271,16 +273,23 @@ TEST_CASE("a paused child is seen as paused, and runs on when continued") {
 
 TEST_CASE("a Ctrl-C this process has no handler for goes on to the child, then ends this process as well") {
   Folder dir;
-  const std::string ready = dir.file("ready"), marker = dir.file("marker");
+  const std::string ready = dir.file("ready"), marker = dir.file("marker"), waiting = dir.file("waiting");
   const int status = in_copy(
       [&] {
         Child child(sh("trap 'echo got INT > \"" + marker + "\"; exit 5' INT; echo ready > '" + ready +
                        "'; while :; do sleep 0.05; done"));
-        lab::wait_for(child, {.deadline = 30s});
+        // Said from inside the wait, once its handler is in place: a signal before that would end the copy
+        // by its default action, the child never hearing of it.
+        bool said = false;
+        lab::wait_for(child, {.deadline = 30s, .tick = [&] {
+                                if (!said) std::ofstream(waiting) << "waiting\n", said = true;
+                                return true;
+                              }});
         return 1;  // not reached: the signal is raised again once the child has ended
       },
       [&](pid_t copy) {
         REQUIRE(await_line(ready) == "ready");
+        REQUIRE(await_line(waiting) == "waiting");
         ::kill(copy, SIGINT);  // to the waiting process alone, as a `kill` does: not to the child's group
       });
   CHECK(WIFSIGNALED(status));
@@ -354,4 +363,47 @@ TEST_CASE("with reraise off, a forwarded signal is reported, not raised: the cal
       });
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("a descriptor passed on reaches the child under the number asked, and only under it") {
+  const int made = ::memfd_create("report", MFD_CLOEXEC);
+  REQUIRE(made >= 0);
+  const int memfd = ::fcntl(made, F_DUPFD_CLOEXEC, 40);  // a number no child's own descriptor takes
+  ::close(made);
+  REQUIRE(memfd >= 40);
+  Child child({.argv = {"/bin/sh", "-c", "echo report >&5; ls /proc/self/fd"},
+               .out = Stream::capture(),
+               .pass_fds = {{memfd, 5}}});
+  CHECK(lab::wait_for(child, {.deadline = 20s}) == WaitEnd::Ended);
+  CHECK(child.status().exit_code == 0);
+  char text[16] = {};
+  CHECK(::pread(memfd, text, sizeof text - 1, 0) == 7);
+  CHECK(std::string(text) == "report\n");
+  // 5, and neither the descriptor passed on under its own number nor the copy made to pass it.
+  const std::string fds = "\n" + child.out();
+  CHECK(fds.find("\n5\n") != std::string::npos);
+  CHECK(fds.find("\n" + std::to_string(memfd) + "\n") == std::string::npos);
+  CHECK(fds.find("\n6\n") == std::string::npos);
+  ::close(memfd);
+  CHECK_THROWS_AS(Child({.argv = {"/bin/true"}, .pass_fds = {{0, 1}}}), lab::SpawnError);
+}
+
+TEST_CASE("end_descendants kills what left the child's group or session, and what its parent orphaned") {
+  Folder dir;
+  lab::become_subreaper();
+  // A process in a session of its own, and one orphaned by a subshell that ended (handed to this process),
+  // both outliving the child that started them and the kill of its group.
+  Child child(sh("setsid sleep 60 & echo $! > '" + dir.file("session") + "'; (sleep 61 & echo $! > '" +
+                 dir.file("orphan") + "'); exit 0"));
+  CHECK(lab::wait_for(child, {.deadline = 20s}) == WaitEnd::Ended);
+  const std::string session = await_line(dir.file("session")), orphan = await_line(dir.file("orphan"));
+  REQUIRE_FALSE(session.empty());
+  REQUIRE_FALSE(orphan.empty());
+  CHECK_FALSE(gone(std::stoi(session)));  // the group kill did not reach it
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(lab::end_descendants() >= 1);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  CHECK(gone(std::stoi(session)));
+  CHECK(gone(std::stoi(orphan)));
+  CHECK(lab::end_descendants() == 0);  // nothing is left to kill
 }

@@ -5,6 +5,8 @@
 #include <pty.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1230,6 +1232,15 @@ TEST_CASE("exercise and check: a folder at the learner's path, --dir kept in sug
   CHECK(has(unwritable.err, "amp-lab exercise: cannot write /proc/self/"));
   CHECK(count(unwritable.err, ": ") == 2);  // "amp-lab exercise: cannot write FILE: <strerror>"
   CHECK(count(unwritable.err, "\n") == 1);
+  // An empty --dir, and one that is a symlink to nothing: said as they are, not as a system error.
+  const auto blank = run("exercise 09 --dir ''");
+  CHECK(blank.code == 2);
+  CHECK(blank.err == "amp-lab exercise: --dir needs a folder, got ''\n");
+  fs::create_symlink(dir.path / "nowhere", dir.path / "dangling");
+  const auto dangling = run("exercise 09 --dir " + q((dir.path / "dangling").string()));
+  CHECK(dangling.code == 2);
+  CHECK(has(dangling.err, "dangling is a symlink to nothing"));
+  CHECK_FALSE(fs::exists(dir.path / "nowhere"));
 }
 
 // ---- Output that cannot be written, echoed input -----------------------------------------------------
@@ -1569,4 +1580,24 @@ TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits 
     CHECK(count(screen, "\n") + 1 <= 40);  // + 1: the prompt's own line
     from = prompt;
   }
+}
+
+TEST_CASE("a lab's --report-file refuses a FIFO or a device node up front and leaves it as it was") {
+  Folder dir("amp_lab_cli_report");
+  std::vector<fs::path> specials{dir.path / "fifo"};
+  REQUIRE(::mkfifo(specials.back().c_str(), 0600) == 0);
+  // A fake node of its own, with /dev/full's numbers, in the test's folder: never the real one.
+  if (::geteuid() == 0 && ::mknod((dir.path / "full").c_str(), S_IFCHR | 0600, ::makedev(1, 7)) == 0)
+    specials.push_back(dir.path / "full");
+  for (const fs::path& f : specials) {
+    CAPTURE(f);
+    const auto r = run("--quick --report-file " + q(f.string()), "", "lab15_fp16_overflow");
+    CHECK(r.code == 2);
+    CHECK(has(r.err, "--report-file: cannot write"));
+    const auto st = fs::symlink_status(f);
+    CHECK((fs::is_fifo(st) || fs::is_character_file(st)));
+  }
+  const auto r = run("--quick --report-file --no-color", "", "lab15_fp16_overflow");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "--report-file needs a file name"));
 }

@@ -37,20 +37,6 @@ fs::path bin() {
   return fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "bin";
 }
 
-// This test process's folder for the reports it reads, removed when it ends.
-fs::path scratch() {
-  struct Folder {
-    fs::path path = fs::temp_directory_path() / ("amp-lab-test-exercises-" + std::to_string(::getpid()));
-    Folder() { fs::create_directories(path); }
-    ~Folder() {
-      std::error_code ec;
-      fs::remove_all(path, ec);
-    }
-  };
-  static const Folder folder;
-  return folder.path;
-}
-
 // The checks the lab's own executable declares in quick mode, as `amp-lab check` requires them.
 const std::vector<std::string>& declared(const runner::ExerciseInfo& e) {
   static std::map<std::string, std::vector<std::string>> by_id;
@@ -67,8 +53,7 @@ const std::vector<std::string>& declared(const runner::ExerciseInfo& e) {
 // Runs one of the exercise's executables as `amp-lab check` does and reads its verdict.
 runner::Verdict run_unit(const runner::ExerciseInfo& e, const std::string& exe) {
   const runner::LabRun run =
-      runner::run_lab_executable((bin() / exe).string(), (scratch() / "report.json").string(),
-                                 /*full=*/false, /*deadline_s=*/300);
+      runner::run_lab_executable((bin() / exe).string(), /*full=*/false, /*deadline_s=*/300);
   REQUIRE(run.deadline_s == 0);
   return runner::verdict_from_run(e, run, declared(e));
 }
@@ -222,8 +207,7 @@ TEST_CASE("a learner's code that crashes the lab is named by its signal, not by 
 // The report the lab's own executable writes, for the cases below to alter.
 nlohmann::json lab_report(const runner::ExerciseInfo& e) {
   const fs::path lab = fs::path(AMP_LAB_BINARY_DIR) / "bin" / ("lab" + e.stem);
-  const runner::LabRun run =
-      runner::run_lab_executable(lab.string(), (scratch() / "lab-report.json").string(), false, 300);
+  const runner::LabRun run = runner::run_lab_executable(lab.string(), /*full=*/false, /*deadline_s=*/300);
   REQUIRE(run.exit_code == 0);
   auto j = nlohmann::json::parse(run.report, nullptr, /*allow_exceptions=*/false);
   REQUIRE(j.is_object());

@@ -10,7 +10,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iterator>
+#include <sstream>
+#include <thread>
 #include <utility>
 
 extern char** environ;
@@ -93,8 +97,9 @@ std::vector<std::string> environment_with(std::vector<std::string> vars) {
 }
 
 // In the child, between fork() and exec(): async-signal-safe calls only.
-[[noreturn]] void exec_child(const ChildSpec& spec, pid_t parent, const int (&to)[3], char** argv,
-                             char** envp, int status_fd) {
+[[noreturn]] void exec_child(const ChildSpec& spec, pid_t parent, const int (&to)[3],
+                             const std::vector<std::pair<int, int>>& passed, char** argv, char** envp,
+                             int status_fd) {
   ::setpgid(0, 0);  // a group of its own: the terminal's Ctrl-C reaches the parent alone
   if (spec.death_signal) {
     ::prctl(PR_SET_PDEATHSIG, spec.death_signal);
@@ -118,6 +123,8 @@ std::vector<std::string> environment_with(std::vector<std::string> vars) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   for (int i = 0; i < 3; ++i)
     if (to[i] >= 0) ::dup2(to[i], i);
+  for (const auto& [from, as] : passed)  // `from` is above every `as`: no dup2 overwrites one still to come
+    if (::dup2(from, as) < 0) ::_exit(127);
   if (std::strchr(argv[0], '/'))
     ::execve(argv[0], argv, envp);
   else
@@ -231,6 +238,19 @@ Child::Child(const ChildSpec& spec) : out_spec_(spec.out), err_spec_(spec.err) {
   Closer fds;
   int to[3] = {child_end(spec.in, true, fds, nullptr), child_end(spec.out, false, fds, &out_fd_),
                child_end(spec.err, false, fds, &err_fd_)};
+  // Each passed descriptor copied above every number the child gets, so that no dup2() there overwrites
+  // one it has still to move.
+  int highest = 2;
+  for (const auto& [from, as] : spec.pass_fds) {
+    if (as <= 2 || from < 0) throw SpawnError("a descriptor passed on must go above 2");
+    highest = std::max(highest, as);
+  }
+  std::vector<std::pair<int, int>> passed;
+  for (const auto& [from, as] : spec.pass_fds) {
+    const int copy = fds.keep(::fcntl(from, F_DUPFD_CLOEXEC, highest + 1));
+    if (copy < 0) spawn_error("cannot pass a descriptor on", errno);
+    passed.emplace_back(copy, as);
+  }
   int status[2];
   if (::pipe2(status, O_CLOEXEC) != 0) spawn_error("pipe", errno);
   fds.keep(status[0]);
@@ -250,7 +270,8 @@ Child::Child(const ChildSpec& spec) : out_spec_(spec.out), err_spec_(spec.err) {
   ::pthread_sigmask(SIG_SETMASK, &all, &before);
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) exec_child(spec, parent, to, argv.data(), envp.empty() ? environ : envp.data(), status[1]);
+  if (pid == 0)
+    exec_child(spec, parent, to, passed, argv.data(), envp.empty() ? environ : envp.data(), status[1]);
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0) spawn_error("cannot start " + spec.argv[0], fork_errno);
@@ -426,6 +447,57 @@ WaitEnd wait_for(std::vector<Child>& children, const WaitOptions& options) {
 WaitEnd wait_for(Child& child, const WaitOptions& options) {
   Child* one = &child;
   return ChildWaiter(&one, 1, options).run();
+}
+
+// ---- Descendants ------------------------------------------------------------------------------------
+
+void become_subreaper() {
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+}
+
+namespace {
+
+// Every process below `root` now, from /proc: each process's parent, then the tree walked from the root.
+std::vector<pid_t> descendants_of(pid_t root) {
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // {pid, ppid}
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;  // gone meanwhile
+    const auto paren = line.rfind(')');       // the name may hold spaces and parentheses
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid) parent_of.emplace_back(static_cast<pid_t>(std::stol(name)), ppid);
+  }
+  std::vector<pid_t> found{root};
+  for (size_t i = 0; i < found.size(); ++i)
+    for (const auto& [pid, ppid] : parent_of)
+      if (ppid == found[i]) found.push_back(pid);
+  found.erase(found.begin());
+  return found;
+}
+
+}  // namespace
+
+int end_descendants() {
+  const pid_t self = ::getpid();
+  int killed = 0;
+  for (int round = 0; round < 200; ++round) {
+    const std::vector<pid_t> below = descendants_of(self);
+    for (const pid_t pid : below) killed += ::kill(pid, SIGKILL) == 0;
+    // Our own children (the killed ones' orphans come to us too) are reaped, until none is left.
+    int ws = 0;
+    while (::waitpid(-1, &ws, WNOHANG) > 0) {
+    }
+    if (below.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // for SIGKILL to land and orphans to move
+  }
+  return killed;
 }
 
 }  // namespace lab

@@ -49,6 +49,9 @@ struct ChildSpec {
   std::vector<std::string> env;   // "NAME=value": set, or replaced, on top of this process's environment
   Stream in = Stream::null(), out = Stream::inherit(), err = Stream::inherit();
   int death_signal = SIGKILL;  // what the child gets when this process dies first (0: nothing)
+  // Descriptors handed on: {one of this process's, the number the child gets it as (above 2)}. Nothing
+  // else this process opened reaches the child (everything here is close-on-exec).
+  std::vector<std::pair<int, int>> pass_fds;
 };
 
 // How a child ended, or how far it is.
@@ -139,5 +142,14 @@ enum class WaitEnd {
 
 WaitEnd wait_for(std::vector<Child>& children, const WaitOptions& options = {});
 WaitEnd wait_for(Child& child, const WaitOptions& options = {});
+
+// A process that leaves its group (setsid, setpgid) is out of reach of the group kills above, and when its
+// parent dies it is handed to init, beyond this process. become_subreaper() has it handed to this process
+// instead (PR_SET_CHILD_SUBREAPER, for this process's life), and end_descendants() then kills (SIGKILL)
+// and reaps every process below this one, whatever group or session it moved to, round after round until
+// none is left (a process forking meanwhile is found in the next round). It returns how many it killed.
+// Call it when no Child of this process is running: it reaps whatever child it finds.
+void become_subreaper();
+int end_descendants();
 
 }  // namespace lab

@@ -28,6 +28,9 @@ struct Interrupted : std::runtime_error {
 };
 
 enum ExitCode : int { kExitPass = 0, kExitCheckFailed = 1, kExitUsage = 2, kExitLabError = 3 };
+// The descriptor a judge hands a lab for its JSON report (amp-lab check): set, the lab writes its report
+// there from the start of the file and prints none (lab/cli.cpp).
+inline constexpr const char* kReportFdVar = "AMP_LAB_REPORT_FD";
 
 // cxxopts 3.1.1 matches every argument with std::regex, whose recursion overflows the stack on an
 // argument of about 25 KB; a path (PATH_MAX 4096) plus its flag name fits under this limit.

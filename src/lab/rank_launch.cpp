@@ -127,9 +127,9 @@ void serve_job_rank(const JobEnv& job, const Context& ctx, const std::string& gl
   } catch (const UsageError&) {
     throw;
   } catch (const std::exception& e) {  // a collective or a store read timed out, or a rank failed
-    throw std::runtime_error(job_failure(*store, job.rank, run.world, run.timeout, e));
+    throw std::runtime_error(job_failure(store, job.rank, run.world, run.timeout, e));
   }
-  if (!job.agent_store) store_barrier(*store, "amp-lab/ranks/read", job.rank, run.world, run.timeout);
+  if (!job.agent_store) store_barrier(store, "amp-lab/ranks/read", job.rank, run.world, run.timeout);
 }
 
 // This process is the launcher: it hosts the store on a free port and starts the ranks, processes of the
@@ -153,6 +153,9 @@ void spawn_and_collect(const Context& ctx, const RanksOptions& o, RanksRun& run)
   };
   s.deadline = o.deadline;
   s.pids_file = env("AMP_LAB_RANK_PIDS");
+  s.rank_timeout = run.timeout;
+  // The store is this process's own: asking it whether a rank that ended put its values is no network wait.
+  s.handed_back = [&store](int rank) { return store->check({value_key(rank, "names")}); };
   spawn_ranks(s);
   for (int rank = 0; rank < run.world; ++rank) run.ranks.push_back(get_values(*store, rank));
 }

@@ -251,7 +251,16 @@ c10::intrusive_ptr<c10d::Store> connect_store(const std::string& host, int port,
   o.isServer = server;
   o.waitWorkers = false;
   o.timeout = timeout;
-  if (server) return c10::make_intrusive<c10d::TCPStore>(host, o);
+  if (server) {
+    try {
+      return c10::make_intrusive<c10d::TCPStore>(host, o);
+    } catch (const std::exception& e) {  // c10d's text names its socket internals; the cause, said plainly
+      const std::string what = one_line(e);
+      throw std::runtime_error(fmt::format(
+          "cannot host the store on port {}: {}", port,
+          what.find("EADDRINUSE") != std::string::npos ? "it is in use (another MASTER_PORT?)" : what));
+    }
+  }
   check_store_answers(host, port, timeout);
   // The store answered; its client now makes the same handshake, still under a deadline of its own.
   const auto deadline = Clock::now() + timeout;
@@ -320,9 +329,15 @@ bool failed(const Child& r) {
   return s.ended && (s.term_signal != 0 || s.exit_code > 1);
 }
 
-// Who is to blame, in one line, once some rank failed and the others had their grace period.
-std::string blame(const std::vector<Child>& ranks) {
+// Who is to blame, in one line, once some rank failed and the others had their grace period, or a rank
+// stopped answering. `no_values`: ranks that finished without handing back their values; `late`: ranks
+// still running `timeout` after a peer finished.
+std::string blame(const std::vector<Child>& ranks, const std::vector<int>& no_values, bool late,
+                  milliseconds timeout) {
   const int world = static_cast<int>(ranks.size());
+  if (!no_values.empty())
+    return fmt::format("{} ended (exit code {}) without handing back its values: did the code exit early?",
+                       ranks_of(no_values, world), ranks[no_values.front()].status().exit_code);
   for (int r = 0; r < world; ++r)
     if (const int signo = ranks[r].status().term_signal)
       return fmt::format("rank {} of {} was killed by signal {} ({})", r, world, signo, strsignal(signo));
@@ -335,6 +350,9 @@ std::string blame(const std::vector<Child>& ranks) {
   const std::string peer =
       first_failed < 0 ? "" : fmt::format("; rank {}: {}", first_failed, last_words(ranks[first_failed]));
   if (!stopped.empty()) return ranks_of(stopped, world) + " stopped answering (stopped by a signal)" + peer;
+  if (!silent.empty() && late && first_failed < 0)
+    return ranks_of(silent, world) +
+           fmt::format(" stopped answering (still running {} after a peer finished)", seconds(timeout));
   if (!silent.empty())
     return ranks_of(silent, world) + " stopped answering (still running after its peers gave up)" + peer;
   const Child& r = ranks[first_failed];
@@ -377,26 +395,48 @@ Child start_rank(const RankProgram& program, std::vector<std::string> vars) {
 }  // namespace
 
 void spawn_ranks(const SpawnOptions& o) {
+  // Whatever a rank starts is handed to this process when the rank ends, and killed with the rest when
+  // the call ends, however it ends (declared first: it runs after the ranks' own destructors).
+  become_subreaper();
+  struct EndDescendants {
+    ~EndDescendants() { end_descendants(); }
+  } end_descendants_after;
+  const milliseconds timeout = o.rank_timeout ? *o.rank_timeout : rank_timeout();
   std::vector<Child> ranks;  // however the call ends, each one still running is killed with its group
   ranks.reserve(static_cast<size_t>(o.world));
   for (int rank = 0; rank < o.world; ++rank) ranks.push_back(start_rank(o.program, o.vars_of(rank)));
   constexpr auto kGrace = milliseconds(2000);  // after a failure, for the healthy peers to fail too
-  std::optional<Clock::time_point> first_failure;
-  bool pids_written = o.pids_file.empty();
+  std::optional<Clock::time_point> first_failure, first_finished;
+  std::vector<std::optional<Clock::time_point>> paused_since(ranks.size());
+  std::vector<bool> asked(ranks.size(), false);
+  std::vector<int> no_values;
+  bool pids_written = o.pids_file.empty(), late = false;
   // After each look at the ranks: false (blame now) once one has failed and one was killed or is paused,
-  // all have ended, or the others had their grace.
+  // all have ended, or the others had their grace; once one finished without its values; once one was
+  // paused, or still ran after a peer finished, for longer than the rank timeout.
   const auto keep_waiting = [&] {
     // Written from inside the wait, once the stop signals are caught: whoever signals this process once it
     // has read them finds the ranks stopped and Interrupted thrown.
     if (!pids_written) write_pids(o.pids_file, ranks), pids_written = true;
-    bool killed = false, paused = false, all_ended = true;
-    for (const Child& r : ranks) {
-      killed |= r.status().term_signal != 0;
-      paused |= r.status().paused;
-      all_ended &= r.status().ended;
-      if (failed(r) && !first_failure) first_failure = Clock::now();
+    const auto now = Clock::now();
+    bool killed = false, paused = false, all_ended = true, stuck = false;
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      const ChildStatus& st = ranks[i].status();
+      killed |= st.term_signal != 0;
+      paused |= st.paused;
+      all_ended &= st.ended;
+      if (failed(ranks[i]) && !first_failure) first_failure = now;
+      paused_since[i] = st.paused ? paused_since[i].value_or(now) : std::optional<Clock::time_point>();
+      stuck |= paused_since[i] && now - *paused_since[i] > timeout;
+      if (st.ended && !failed(ranks[i]) && !asked[i]) {
+        asked[i] = true;
+        if (!first_finished) first_finished = now;
+        if (o.handed_back && !o.handed_back(static_cast<int>(i))) no_values.push_back(static_cast<int>(i));
+      }
     }
-    return !(first_failure && (killed || paused || all_ended || Clock::now() - *first_failure > kGrace));
+    late = !all_ended && first_finished && now - *first_finished > timeout;
+    if (!no_values.empty() || stuck || late) return false;
+    return !(first_failure && (killed || paused || all_ended || now - *first_failure > kGrace));
   };
   // SIGINT, SIGTERM and SIGHUP, unless the program has a handler of its own for it (amp-lab's, which lets
   // the lab finish): the ranks get it, then SIGKILL at once.
@@ -415,7 +455,7 @@ void spawn_ranks(const SpawnOptions& o) {
   if (end == WaitEnd::TimedOut)
     throw std::runtime_error(fmt::format("ranks still running after {} s: stopped", o.deadline.count()));
   if (end == WaitEnd::Cancelled || std::any_of(ranks.begin(), ranks.end(), failed))
-    throw std::runtime_error(blame(ranks));
+    throw std::runtime_error(blame(ranks, no_values, late, timeout));
 }
 
 // ---- Values through the store -----------------------------------------------------------------------
@@ -450,14 +490,24 @@ std::string store_get_string(c10d::Store& store, const std::string& key) {
   return {v.begin(), v.end()};
 }
 
-void store_barrier(c10d::Store& store, const std::string& key, int rank, int world, milliseconds timeout) {
-  store.add(key, 1);
+void store_barrier(const c10::intrusive_ptr<c10d::Store>& store, const std::string& key, int rank, int world,
+                   milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  while (rank == 0 && store.add(key, 0) < world) {
-    if (Clock::now() > deadline)
-      throw std::runtime_error(fmt::format("not every rank had read the results after {}", seconds(timeout)));
-    std::this_thread::sleep_for(milliseconds(20));
-  }
+  // On a thread of its own, given up at the deadline: the store's calls have none of their own (job_failure).
+  std::function<bool()> count_in = [store, key, rank, world, deadline] {
+    store->add(key, 1);
+    while (rank == 0 && store->add(key, 0) < world) {
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return true;
+  };
+  const std::optional<bool> done = within(deadline + milliseconds(500), count_in);
+  if (!done && rank != 0)
+    throw std::runtime_error(fmt::format("rank 0 of {} stopped answering (its store, nothing within {})",
+                                         world, seconds(timeout)));
+  if (!done || !*done)
+    throw std::runtime_error(fmt::format("not every rank had read the results after {}", seconds(timeout)));
 }
 
 // ---- One rank of a job: who is at fault ----------------------------------------------------------------
@@ -501,11 +551,32 @@ void await_ranks(c10d::Store& store, int rank, int world, milliseconds timeout) 
         ranks_of(missing, world), seconds(timeout)));
 }
 
-std::string job_failure(c10d::Store& store, int rank, int world, milliseconds timeout,
-                        const std::exception& e) {
+std::string job_failure(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world,
+                        milliseconds timeout, const std::exception& e) {
   std::vector<int> silent;
+  // The store's own calls wait for its answer without a deadline (a store in a paused rank 0 never
+  // answers): asked on a thread of their own, which keeps the store alive, and given up at the deadline.
+  // Rank 0 hosts the store: it stays until every rank that answered has its own answer (or the rank
+  // timeout passes again), so that none of them takes the store's going for rank 0's fault.
+  const auto deadline = Clock::now() + timeout;
+  std::function<std::vector<int>()> ask = [store, rank, world, deadline, timeout] {
+    std::vector<int> missing = missing_ranks(*store, "alive", rank, world, deadline);
+    store->set(fmt::format("amp-lab/job/told/{}", rank), std::vector<uint8_t>{1});
+    for (const auto until = deadline + timeout; rank == 0 && Clock::now() < until;) {
+      bool waiting = false;
+      for (int r = 1; r < world && !waiting; ++r)
+        waiting = std::find(missing.begin(), missing.end(), r) == missing.end() &&
+                  !store->check({fmt::format("amp-lab/job/told/{}", r)});
+      if (!waiting) break;
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return missing;
+  };
   try {
-    silent = missing_ranks(store, "alive", rank, world, Clock::now() + timeout);
+    if (auto answered = within(deadline + (rank == 0 ? timeout : milliseconds(0)) + milliseconds(500), ask))
+      silent = *answered;
+    else if (rank != 0)
+      silent = {0};
   } catch (const std::exception&) {  // the store itself does not answer: rank 0 hosts it
     if (rank != 0) silent = {0};
   }

@@ -49,10 +49,11 @@ std::optional<JobEnv> job_env(int max_world);
 // await_ranks() has every rank say it came and wait, at most `timeout`, for the others, naming those that
 // did not (std::runtime_error); job_failure() is the line for `e`, which ended this rank's part: the ranks
 // that do not answer within `timeout` (stopped, killed, gone), else e's own line without Gloo's source path.
+// It asks the store under that deadline too: a store that stopped (rank 0 paused) is rank 0's fault.
 void quiet_c10d_warnings();
 void await_ranks(c10d::Store& store, int rank, int world, std::chrono::milliseconds timeout);
-std::string job_failure(c10d::Store& store, int rank, int world, std::chrono::milliseconds timeout,
-                        const std::exception& e);
+std::string job_failure(const c10::intrusive_ptr<c10d::Store>& store, int rank, int world,
+                        std::chrono::milliseconds timeout, const std::exception& e);
 
 // The c10d TCPStore at host:port. A server binds port (0: a free one) on this machine. A client first
 // resolves host, connects (retrying while nothing listens yet, as rank 0 may start later) and checks that
@@ -84,6 +85,12 @@ struct SpawnOptions {
   // Where to write the ranks' process ids, one a line in rank order, once all are started ("" for
   // nowhere): tests stop or kill a rank from outside.
   std::string pids_file;
+  // The longest a rank may stay paused (SIGSTOP), or keep running once a peer has finished, before it is
+  // blamed. Unset: the ranks' network timeout (rank_timeout()).
+  std::optional<std::chrono::milliseconds> rank_timeout;
+  // Asked once for each rank that exits 0 or 1: whether it handed back its values. One that did not (its
+  // code called exit()) is blamed at once. Unset: every such rank did.
+  std::function<bool(int rank)> handed_back;
 };
 
 // Starts `world` ranks of `program` and waits for them. Each rank runs in a process group of its own (the
@@ -92,10 +99,12 @@ struct SpawnOptions {
 // verdict) has finished. Otherwise every rank still running is stopped and std::runtime_error says, in
 // one line, which rank is to blame: one killed by a signal; else one that stopped answering (stopped by a
 // signal, or still running after its peers gave up waiting for it); else the first that failed, with the
-// last line it printed. After `deadline`, every rank is stopped. On SIGINT, SIGTERM or SIGHUP the ranks are
-// stopped and Interrupted is thrown; when the program has a handler of its own for that signal (amp-lab's,
-// which lets the lab finish) that handler is called instead and the ranks run on. No rank outlives the
-// call.
+// last line it printed. A rank paused for longer than rank_timeout, or still running rank_timeout after a
+// peer finished, stopped answering; one that finished without handing back its values is named as such.
+// After `deadline`, every rank is stopped. On SIGINT, SIGTERM or SIGHUP the ranks are stopped and
+// Interrupted is thrown; when the program has a handler of its own for that signal (amp-lab's, which lets
+// the lab finish) that handler is called instead and the ranks run on. No rank outlives the call, nor does
+// any process a rank started, whatever group or session it moved to (become_subreaper, end_descendants).
 void spawn_ranks(const SpawnOptions& options);
 
 // Float vectors and byte strings through the store, under `key`; get waits for the key (at most the
@@ -106,7 +115,7 @@ std::string store_get_string(c10d::Store& store, const std::string& key);
 
 // Every rank counts itself in under `key`; rank 0 then waits, at most `timeout`, until all `world` have,
 // so a store it hosts outlives the other ranks' reads.
-void store_barrier(c10d::Store& store, const std::string& key, int rank, int world,
+void store_barrier(const c10::intrusive_ptr<c10d::Store>& store, const std::string& key, int rank, int world,
                    std::chrono::milliseconds timeout);
 
 }  // namespace lab

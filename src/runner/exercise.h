@@ -46,7 +46,9 @@ struct Verdict {
 };
 
 // One run of an exercise's executable, as the judge saw it. The lab writes its report to a file the judge
-// names (--report-file), so nothing the learner's code prints on stdout can stand in for it or break it.
+// made and handed it as a descriptor (AMP_LAB_REPORT_FD, lab/cli_args.h), not named on its command line, so
+// nothing the learner's code prints on stdout can stand in for it or break it, and no path in its argv
+// invites it to write one.
 struct LabRun {
   std::string report;     // the report file's text; "" when the program wrote none
   std::string out, err;   // what it printed on stdout and stderr (the learner's prints, the lab's errors)
@@ -58,17 +60,19 @@ struct LabRun {
 // with the exit code (0 when every check holds, 1 when one fails); anything else is a LabError that says so.
 Verdict verdict_from_run(const ExerciseInfo& e, const LabRun& run, const std::vector<std::string>& declared);
 
-// Runs a lab's executable with --report-file (quick mode unless `full`, on the CPU, killed with its group
-// after `deadline_s` seconds when > 0), its stdout and stderr kept (the first 64 KiB of each).
-LabRun run_lab_executable(const std::string& executable, const std::string& report_path, bool full,
-                          double deadline_s);
+// Runs a lab's executable, its report on a descriptor of the judge's (quick mode unless `full`, on the CPU,
+// killed with its group after `deadline_s` seconds when > 0), its stdout and stderr kept (the first 64 KiB
+// of each); every process it left, in whatever group or session, is killed before this returns.
+LabRun run_lab_executable(const std::string& executable, bool full, double deadline_s);
 
 // What the lab's own executable (its amp.cpp) declares and costs in one mode: the judge requires exactly
 // these checks, and gives the learner's program a multiple of this time. Run once and kept in `cache`
-// (a JSON file) until the executable changes. Throws ExerciseError when the lab itself does not report.
+// (a JSON file) until the executable changes; a cache that is not one the judge wrote is not used.
+// Throws ExerciseError when the lab itself does not report.
 struct LabReference {
   std::vector<std::string> checks;  // the check keys, in the report's order
   double seconds = 0;               // the run's wall time
+  bool from_cache = false;          // read from the cache, not measured now
 };
 LabReference lab_reference(const std::string& lab_executable, const std::filesystem::path& cache, bool full);
 
@@ -101,6 +105,10 @@ ExerciseBuild load_exercise_build(const std::filesystem::path& json_path);
 Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& learner_path,
                        bool full, std::ostream& progress);
 inline constexpr double kDeadlineFactor = 10, kDeadlineFloor = 30;
+// AMP_LAB_CHECK_DEADLINE, checked: plain decimal seconds from kMinCheckDeadline to 86400 (lab::UsageError
+// quoting it otherwise); nullopt when unset. check_exercise asks before it builds anything.
+inline constexpr double kMinCheckDeadline = 1;
+std::optional<double> check_deadline_override();
 
 // The workspace file of exercise `e` in `dir`: <dir>/<stem>.cpp.
 std::filesystem::path workspace_file(const std::filesystem::path& dir, const ExerciseInfo& e);

@@ -2,18 +2,24 @@
 // as child processes whose output is kept, the report read back into a verdict, the verdict printed.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
 
 #include "lab/child_process.h"
+#include "lab/cli_args.h"
+#include "lab/regular_file.h"
 #include "lab/text.h"
 #include "runner/exercise.h"
 #include "runner/exercise_files.h"
@@ -22,6 +28,8 @@ namespace runner {
 namespace {
 
 namespace fs = std::filesystem;
+
+constexpr int kReportFdInChild = 3;  // the report's descriptor, as the lab gets it
 
 // Runs argv with stdout and stderr written to the given files and stdin from /dev/null (so a child never
 // waits for the terminal), in a process group of its own (lab/child_process.h): a Ctrl-C, SIGTERM or SIGHUP
@@ -39,10 +47,16 @@ int run_to_files(const std::vector<std::string>& argv, const std::string& out_pa
   }
 }
 
-std::string read_or_empty(const fs::path& p) {
+// A file the build or the lab left in the work folder, which the learner's code can reach: a regular file
+// only, no symlink followed, at most `max_bytes` (cut there, said in a last line); "" when there is none.
+std::string read_or_empty(const fs::path& p, size_t max_bytes = 64 * 1024) {
   try {
-    return read_text_file(p.string());
-  } catch (const ExerciseError&) {
+    bool cut = false;
+    std::string text =
+        lab::read_regular_file(p.string(), {.max_bytes = max_bytes, .follow = false, .cut = true}, &cut);
+    if (cut) text += fmt::format("\n[... cut at {} KiB]\n", max_bytes / 1024);
+    return text;
+  } catch (const lab::ReadError&) {
     return "";
   }
 }
@@ -51,11 +65,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The compiler's messages when the learner's unit failed, else the linker's, else what the build said.
+// The compiler's messages when the learner's unit failed, else the linker's, else what the build said: the
+// first 256 KiB (100,000 errors would be 44 MB on the terminal).
 std::string build_messages(const fs::path& work, const fs::path& build_out) {
+  constexpr size_t kShown = 256 * 1024;
   for (const char* log : {"compile.log", "link.log"})
-    if (std::string text = read_or_empty(work / log); !text.empty()) return text;
-  return read_or_empty(build_out);
+    if (std::string text = read_or_empty(work / log, kShown); !text.empty()) return text;
+  return read_or_empty(build_out, kShown);
 }
 
 // An exclusive flock(2) on `path` for this object's life (the lock scripts/amp-lab's builds take with
@@ -88,14 +104,85 @@ std::string identity_of(const std::string& path) {
 }
 
 double deadline_for(const LabReference& ref) {
-  if (const char* env = std::getenv("AMP_LAB_CHECK_DEADLINE")) {
-    char* end = nullptr;
-    const double s = std::strtod(env, &end);
-    if (end != env && *end == '\0' && s > 0 && s <= 86400) return s;
-    throw ExerciseError(
-        fmt::format("AMP_LAB_CHECK_DEADLINE must be seconds in (0, 86400], got {}", lab::quote(env)));
-  }
+  if (const std::optional<double> s = check_deadline_override()) return *s;
   return std::max(kDeadlineFloor, kDeadlineFactor * ref.seconds);
+}
+
+// What is of the wrong type in a report the judge reads ("" when nothing is): each check an object with a
+// string key, claim and evidence and a boolean passed, the report's passed a boolean, its observations an
+// object. The lab writes exactly that; anything else came from elsewhere.
+std::string report_shape_error(const nlohmann::json& r) {
+  if (!r.is_object() || !r.contains("checks")) return "";  // no report at all: the verdict says so
+  if (!r["checks"].is_array()) return "its checks are not a list";
+  if (!r.contains("passed") || !r["passed"].is_boolean()) return "its passed is not true or false";
+  if (r.contains("observations") && !r["observations"].is_object())
+    return "its observations are not an object";
+  for (size_t i = 0; i < r["checks"].size(); ++i) {
+    const auto& c = r["checks"][i];
+    if (!c.is_object()) return fmt::format("check {} is not an object", i + 1);
+    for (const char* text : {"key", "claim", "evidence"})
+      if (!c.contains(text) || !c[text].is_string())
+        return fmt::format("check {}'s {} is not text", i + 1, text);
+    if (!c.contains("passed") || !c["passed"].is_boolean())
+      return fmt::format("check {}'s passed is not true or false", i + 1);
+  }
+  return "";
+}
+
+// The lab's report, from the descriptor the judge handed it (at most 4 MiB); "" with a line in `err` when
+// it is not one: too large, or of the wrong shape.
+std::string read_report(int fd, std::string& err) {
+  constexpr size_t kMaxReport = 4 << 20;
+  std::string why;
+  try {
+    std::string text = lab::read_regular_fd(fd, "the lab's report", {.max_bytes = kMaxReport});
+    why = report_shape_error(nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false));
+    if (why.empty()) return text;
+    why = "the lab's report is not one the lab writes: " + why;
+  } catch (const lab::ReadError& e) {
+    why = e.what();
+  }
+  err += fmt::format("{}amp-lab: {}\n", err.empty() || err.back() == '\n' ? "" : "\n", why);
+  return "";
+}
+
+// The reference a cache file holds, when it is one the judge wrote for this executable: every field of its
+// type, the keys distinct strings, the time finite and at most kMaxReferenceSeconds. Anything else (a file
+// the learner's code rewrote, a FIFO, a giant) is no cache: the lab is run again.
+constexpr double kMaxReferenceSeconds = 3600;
+std::optional<LabReference> cached_reference(const fs::path& cache, const std::string& lab_executable,
+                                             const std::string& id) {
+  const auto kept = nlohmann::json::parse(read_or_empty(cache), nullptr, /*allow_exceptions=*/false);
+  if (id.empty() || !kept.is_object() || !kept.contains("executable") ||
+      kept["executable"] != lab_executable || !kept.contains("identity") || kept["identity"] != id ||
+      !kept.contains("checks") || !kept["checks"].is_array() || kept["checks"].empty() ||
+      !kept.contains("seconds") || !kept["seconds"].is_number())
+    return std::nullopt;
+  LabReference ref{.seconds = kept["seconds"].get<double>(), .from_cache = true};
+  if (!(ref.seconds > 0 && ref.seconds <= kMaxReferenceSeconds)) return std::nullopt;
+  for (const auto& k : kept["checks"]) {
+    if (!k.is_string()) return std::nullopt;
+    ref.checks.push_back(k.get<std::string>());
+  }
+  std::vector<std::string> sorted = ref.checks;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) return std::nullopt;
+  return ref;
+}
+
+// The check keys of a report, in its order; empty when it holds none.
+std::vector<std::string> report_keys(const std::string& report_text) {
+  std::vector<std::string> keys;
+  const auto report = nlohmann::json::parse(report_text, nullptr, /*allow_exceptions=*/false);
+  if (report.is_object() && report.contains("checks") && report["checks"].is_array())
+    for (const auto& c : report["checks"])
+      if (c.is_object() && c.contains("key") && c["key"].is_string()) keys.push_back(c["key"]);
+  return keys;
+}
+
+// Every process the run left, in whatever group or session, is killed and reaped (lab/child_process.h).
+void end_what_it_left() {
+  lab::end_descendants();
 }
 
 // What the learner's program printed itself, apart from the verdict and under a heading: at most
@@ -139,16 +226,43 @@ fs::path workspace_file(const fs::path& dir, const ExerciseInfo& e) {
   return dir / (e.stem + ".cpp");
 }
 
-LabRun run_lab_executable(const std::string& executable, const std::string& report_path, bool full,
-                          double deadline_s) {
-  std::error_code ec;
-  fs::remove(report_path, ec);  // a report left from an earlier run is no report of this one
-  std::vector<std::string> argv{executable, "--report-file", report_path, "--device", "cpu"};
+std::optional<double> check_deadline_override() {
+  const char* env = std::getenv("AMP_LAB_CHECK_DEADLINE");
+  if (!env) return std::nullopt;
+  // Plain decimal seconds, nothing around them: strtod would take " 5", "1e-9", "inf" and "0x10" too.
+  const std::string v = env;
+  const bool plain = !v.empty() && v.find_first_not_of("0123456789.") == std::string::npos &&
+                     std::count(v.begin(), v.end(), '.') <= 1 && v != ".";
+  const double s = plain ? std::strtod(v.c_str(), nullptr) : 0;
+  if (!plain || !(s >= kMinCheckDeadline && s <= 86400))
+    throw lab::UsageError(fmt::format("AMP_LAB_CHECK_DEADLINE must be seconds from {:g} to 86400, got {}",
+                                      kMinCheckDeadline, lab::quote(v)));
+  return s;
+}
+
+LabRun run_lab_executable(const std::string& executable, bool full, double deadline_s) {
+  std::vector<std::string> argv{executable, "--device", "cpu"};
   if (!full) argv.push_back("--quick");
   constexpr size_t kKept = 64 * 1024;
   LabRun run;
+  // The report's channel: a file of the judge's own with no name (memfd), handed to the lab as a descriptor
+  // (AMP_LAB_REPORT_FD, lab/cli_args.h), never a path on its command line that its code could find and fill in.
+  const int report_fd = ::memfd_create("amp-lab-report", MFD_CLOEXEC);
+  if (report_fd < 0)
+    throw ExerciseError(fmt::format("cannot make the report's file: {}", std::strerror(errno)));
+  struct Closing {
+    int fd;
+    ~Closing() { ::close(fd); }
+  } closing{report_fd};
+  // Whatever the program starts, in whatever group or session, is handed to this process when its parent
+  // ends, and killed once the run is over (end_what_it_left).
+  lab::become_subreaper();
   try {
-    lab::Child child({.argv = argv, .out = lab::Stream::capture(kKept), .err = lab::Stream::capture(kKept)});
+    lab::Child child({.argv = argv,
+                      .env = {fmt::format("{}={}", lab::kReportFdVar, kReportFdInChild)},
+                      .out = lab::Stream::capture(kKept),
+                      .err = lab::Stream::capture(kKept),
+                      .pass_fds = {{report_fd, kReportFdInChild}}});
     lab::WaitOptions wait;
     if (deadline_s > 0) wait.deadline = std::chrono::milliseconds(static_cast<long long>(deadline_s * 1000));
     const lab::WaitEnd end = lab::wait_for(child, wait);
@@ -159,33 +273,20 @@ LabRun run_lab_executable(const std::string& executable, const std::string& repo
   } catch (const lab::SpawnError& e) {
     throw ExerciseError(e.what());
   }
-  run.report = read_or_empty(report_path);
+  end_what_it_left();
+  run.report = read_report(report_fd, run.err);
   return run;
 }
 
 LabReference lab_reference(const std::string& lab_executable, const fs::path& cache, bool full) {
   const std::string id = identity_of(lab_executable);
-  const auto kept = nlohmann::json::parse(read_or_empty(cache), nullptr, /*allow_exceptions=*/false);
+  if (std::optional<LabReference> kept = cached_reference(cache, lab_executable, id)) return *kept;
   LabReference ref;
-  if (kept.is_object() && kept.value("executable", "") == lab_executable &&
-      kept.value("identity", "") == id && !id.empty() && kept.contains("checks") &&
-      kept["checks"].is_array()) {
-    for (const auto& k : kept["checks"])
-      if (k.is_string()) ref.checks.push_back(k.get<std::string>());
-    ref.seconds = kept.value("seconds", 0.0);
-    if (!ref.checks.empty()) return ref;
-  }
   const auto t0 = std::chrono::steady_clock::now();
-  // Its own report file: two checks (or tests) may fill the same cache at once; the cache's write is atomic.
-  const std::string report_path = cache.string() + ".report." + std::to_string(::getpid());
-  const LabRun run = run_lab_executable(lab_executable, report_path, full, /*deadline_s=*/600);
-  std::error_code ec;
-  fs::remove(report_path, ec);
+  // Two checks (or tests) may fill the same cache at once; the cache's write is atomic.
+  const LabRun run = run_lab_executable(lab_executable, full, /*deadline_s=*/600);
   ref.seconds = seconds_since(t0);
-  const auto report = nlohmann::json::parse(run.report, nullptr, /*allow_exceptions=*/false);
-  if (report.is_object() && report.contains("checks") && report["checks"].is_array())
-    for (const auto& c : report["checks"])
-      if (c.is_object() && c.contains("key") && c["key"].is_string()) ref.checks.push_back(c["key"]);
+  ref.checks = report_keys(run.report);
   if (ref.checks.empty())
     throw ExerciseError(fmt::format("the lab's own {} gave no report ({}): rebuild it (scripts/setup)",
                                     lab_executable,
@@ -205,6 +306,10 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
   if (unit == build.units.end() || unit->second.lab_executable.empty())
     throw ExerciseError(fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
   const fs::path work = unit->second.work;
+  check_deadline_override();  // a bad value is said before the build, not after it
+  // A work folder the learner's code removed is made again: it holds only what the build and the judge put.
+  std::error_code made;
+  fs::create_directories(work, made);
   // One check of this exercise at a time: two would write the same learner.cpp and relink the executable
   // the other runs.
   const FileLock one_check(work / ".check.lock", progress,
@@ -232,10 +337,20 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
     return v;
   }
   const auto t1 = std::chrono::steady_clock::now();
-  const LabReference ref = lab_reference(
-      unit->second.lab_executable, work / (full ? "reference-full.json" : "reference-quick.json"), full);
-  const LabRun run =
-      run_lab_executable(unit->second.executable, (work / "report.json").string(), full, deadline_for(ref));
+  const fs::path cache = work / (full ? "reference-full.json" : "reference-quick.json");
+  LabReference ref = lab_reference(unit->second.lab_executable, cache, full);
+  const LabRun run = run_lab_executable(unit->second.executable, full, deadline_for(ref));
+  if (ref.from_cache && run.deadline_s == 0) {
+    // The cache sits in a folder the learner's code can write: when the report's keys are not the cached
+    // ones, the lab's own executable says again which they are, and that is what the report is held to.
+    std::vector<std::string> got = report_keys(run.report), want = ref.checks;
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    if (!got.empty() && got != want) {
+      fs::remove(cache, made);
+      ref = lab_reference(unit->second.lab_executable, cache, full);
+    }
+  }
   const double build_s = v.build_s;
   v = verdict_from_run(e, run, ref.checks);
   v.build_s = build_s;

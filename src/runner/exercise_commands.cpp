@@ -53,13 +53,22 @@ cxxopts::ParseResult parse(cxxopts::Options& options, int argc, const char* cons
   return args;
 }
 
-fs::path workspace_of(const cxxopts::ParseResult& args) {
-  return args.count("dir") ? fs::path(args["dir"].as<std::string>()) : default_workspace();
-}
-
 // A path as printed: escaped (a name may hold ESC or other control bytes), whole up to 1024 glyphs.
 std::string shown(const fs::path& p) {
   return lab::escape(p.string(), 1024);
+}
+
+fs::path workspace_of(const cxxopts::ParseResult& args) {
+  if (!args.count("dir")) return default_workspace();
+  const fs::path dir = args["dir"].as<std::string>();
+  if (dir.empty()) throw lab::UsageError("--dir needs a folder, got ''");
+  // A symlink to nothing would be "File exists" when the folder is made: said as it is.
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(dir, ec)) && !fs::exists(fs::status(dir, ec)))
+    throw lab::UsageError(
+        fmt::format("--dir {} is a symlink to nothing ({}): make that folder, or use another", shown(dir),
+                    lab::escape(fs::read_symlink(dir, ec).string(), 1024)));
+  return dir;
 }
 
 // " --dir X" when the command was given --dir, so that a suggested command names the same workspace.
@@ -129,24 +138,37 @@ int exit_code_of(const Verdict& v) {
   return v.kind == Verdict::Passed ? lab::kExitPass : lab::kExitCheckFailed;
 }
 
-Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& path, bool full,
-                   bool color) {
-  std::cout << fmt::format("exercise {} ({}) · {}\n", e.id, e.title, shown(path)) << std::flush;
-  const Verdict v = check_exercise(build, e, path, full, std::cout);
-  print_verdict(std::cout, e, v, path, color);
-  std::cout << std::flush;
-  record_verdict(e, v);
-  return v;
-}
-
-volatile sig_atomic_t g_stop = 0;
+volatile sig_atomic_t g_stop = 0;  // watch: the stop signal that came
 void on_stop(int signo) {
   g_stop = signo;
+}
+
+Verdict check_once(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& path, bool full,
+                   bool color) {
+  std::cout << fmt::format("exercise {} ({}) · {}\n", e.id, e.title, shown(path));
+  lab::flush_stdout();  // output that cannot be written ends the command, before any build
+  const Verdict v = check_exercise(build, e, path, full, std::cout);
+  // A build or run that watch's stop signal ended says nothing of the learner's file: neither shown nor
+  // recorded as an attempt.
+  if (g_stop) return v;
+  print_verdict(std::cout, e, v, path, color);
+  lab::flush_stdout();
+  record_verdict(e, v);
+  return v;
 }
 
 bool is_file(const std::string& path) {
   std::error_code ec;
   return fs::is_regular_file(path, ec);
+}
+
+bool readable(const std::string& path) {
+  try {
+    read_text_file(path);
+    return true;
+  } catch (const ExerciseError&) {
+    return false;
+  }
 }
 
 // What tells a save apart: the file's modification time, size and text.
@@ -278,8 +300,15 @@ int cmd_watch(int argc, const char* const* argv) {
       if (v.kind == Verdict::Passed) return lab::kExitPass;
       std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", shown(path))
                 << std::flush;
-    } catch (const ExerciseError&) {
-      if (is_file(path)) throw;  // gone in the middle of a save: checked once it is back
+    } catch (const ExerciseError& error) {
+      // Gone in the middle of a save: checked once it is back. There but unreadable (its permissions, too
+      // large): said, and checked again at the next save. Any other error (the build's) ends the watch.
+      if (is_file(path)) {
+        if (readable(path)) throw;
+        std::cout << fmt::format("{}\nwatching {}: save it to check again (Ctrl-C stops)\n",
+                                 lab::safe_line(error.what()), shown(path));
+        lab::flush_stdout();
+      }
       seen = snapshot(path);
     }
     while (!g_stop && snapshot(path) == seen) poll(nullptr, 0, 250);

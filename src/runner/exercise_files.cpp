@@ -1,44 +1,49 @@
 #include "runner/exercise_files.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <cstdio>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "amp/detail/atomic_file.h"
+#include "lab/regular_file.h"
 
 namespace runner {
 
 std::string learner_unit(const std::string& learner_path, const std::string& text) {
+  // The path as a string literal, which the compiler reads with its escapes: a quote, a backslash, and a
+  // newline or any other control byte (which would end the directive) escaped.
   std::string escaped;
-  for (char c : learner_path) {
-    if (c == '"' || c == '\\') escaped += '\\';
-    escaped += c;
+  for (const char c : learner_path) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\')
+      escaped += std::string("\\") + c;
+    else if (u < 0x20 || u == 0x7f)
+      escaped += fmt::format("\\{:03o}", u);
+    else
+      escaped += c;
   }
-  std::string out = "#line 1 \"" + escaped + "\"\n" + text;
-  if (!text.empty() && text.back() != '\n') out += "\n";
+  // A UTF-8 byte-order mark is skipped by the compiler only at the very start of a file: after the #line
+  // it would be a stray token. The file's first line stays line 1.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  const std::string_view body = std::string_view(text).substr(text.rfind(kBom, 0) == 0 ? kBom.size() : 0);
+  std::string out = "#line 1 \"" + escaped + "\"\n" + std::string(body);
+  if (!body.empty() && body.back() != '\n') out += "\n";
   return out;
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ExerciseError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw ExerciseError(fmt::format("cannot read {}", path));
-  return text.str();
+  try {
+    return lab::read_regular_file(path, {.max_bytes = kMaxSourceBytes});
+  } catch (const lab::ReadError& e) {
+    throw ExerciseError(e.what());
+  }
 }
 
 void write_if_changed(const std::string& path, const std::string& text) {
-  {
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::ostringstream old;
-      old << in.rdbuf();
-      if (old.str() == text) return;
-    }
+  try {
+    if (lab::read_regular_file(path, {.max_bytes = text.size(), .follow = false}) == text) return;
+  } catch (const lab::ReadError&) {  // missing, another size, or not a file: written (or refused) below
   }
   try {
     amp::detail::write_file_atomically(path, text);

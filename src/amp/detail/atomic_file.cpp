@@ -54,6 +54,17 @@ int link_without_replacing(const std::string& temp, const std::string& target) {
   return 0;
 }
 
+// 0 when `path` may be replaced: nothing is there, a regular file or a symlink (the link itself is
+// replaced, what it names is left alone). ENOTSUP for anything else (a device node, a FIFO, a socket): a
+// rename would put a plain file in its place, and /dev/full or a pipe someone reads would be gone. EISDIR
+// for a folder.
+int replaceable(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return 0;  // missing (or unreachable: the rename will say why)
+  if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode)) return 0;
+  return S_ISDIR(st.st_mode) ? EISDIR : ENOTSUP;
+}
+
 }  // namespace
 
 AtomicFileError::AtomicFileError(const std::string& path, int error)
@@ -64,6 +75,8 @@ AtomicFileError::AtomicFileError(const std::string& path, int error)
 AtomicFile::AtomicFile(std::string path, AtomicFileOptions options)
     : path_(std::move(path)), options_(options) {
   if (name_of(path_).empty()) throw AtomicFileError(path_, path_.empty() ? ENOENT : EISDIR);
+  if (options_.replace == Replace::Yes)  // said before anything is written, and checked again at commit()
+    if (const int e = replaceable(path_); e != 0) throw AtomicFileError(path_, e);
   for (int attempt = 0; fd_ < 0; ++attempt) {
     temp_ = temp_name(path_);
     fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, options_.mode);
@@ -118,6 +131,7 @@ void AtomicFile::commit() {
   fd_ = -1;
   if (::close(fd) != 0) fail(errno);
   if (options_.replace == Replace::Yes) {
+    if (const int e = replaceable(path_); e != 0) fail(e);
     if (::rename(temp_.c_str(), path_.c_str()) != 0) fail(errno);
   } else if (const int e = link_without_replacing(temp_, path_); e != 0) {
     fail(e);

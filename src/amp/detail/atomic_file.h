@@ -14,6 +14,9 @@
 //     before the rename leaves the old file intact and may leave the hidden temporary file behind.
 //   - Permissions: a new file gets `mode` less the umask, as open() gives; a file replaced keeps its
 //     permission bits (rwx for user, group and others; not set-id or sticky bits, nor its owner).
+//   - Only a regular file (or a symlink, itself replaced) is replaced: a device node, a FIFO or a socket at
+//     the target is refused with ENOTSUP, a folder with EISDIR, in the constructor and again just before
+//     the rename, and left as it was (a rename would have put a plain file in place of /dev/full).
 //   - Replace::No never replaces anything: the file is linked in under the target's name only if nothing
 //     is there (renameat2 RENAME_NOREPLACE, or link() where the file system lacks it), else EEXIST.
 //   - A folder that cannot be fsynced (some file systems refuse) is not an error: the file is in place.

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# The judge against a learner's code that does what it should not, through the real runner on exercise 09:
+# a bad AMP_LAB_CHECK_DEADLINE said before any build; code that looks on its command line for the report's
+# path finds none, and a wrong file stays wrong; a reference cache rewritten
+# between checks is not believed; a process the learner's code starts in a session of its own is gone when
+# check ends; a work folder removed by the learner's code is made again, and a file saved with a UTF-8
+# byte-order mark builds; watch stops at once when its output cannot be written, says nothing of a build
+# its SIGTERM interrupted, and waits through its file becoming a symlink to /dev/zero or too large to read.
+#   exercise_hostile_test.sh AMP_LAB SOURCE_DIR BUILD_DIR
+# Its own workspace and progress file; exercise 09's learner build is shared, so ctest runs it alone.
+set -uo pipefail
+amp_lab=$1
+source_dir=$2
+build_dir=$3
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+export XDG_STATE_HOME=$scratch/state NO_COLOR=1
+ws=$scratch/ws
+mkdir -p "$ws"
+file=$ws/09_gradient_accumulation.cpp
+work=$build_dir/exercises/09_gradient_accumulation
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect() {  # expect CODE WANTED_CODE TEXT PATTERN: exit code and a line of TEXT matching PATTERN
+  [[ $1 -eq $2 ]] || fail "exit code $1, wanted $2 (${4})"
+  grep -qE -- "$4" <<<"$3" || { fail "no line matching '$4' in:"; echo "$3"; }
+}
+solution=$scratch/solution.cpp
+"$amp_lab" exercise 09 --solution >"$solution"
+
+# A bad deadline is said at once, before the build (which would take 20 s or more), whatever its form.
+{ cat "$solution"; echo "// not built: $$"; } >"$file"
+for bad in abc 1e-9 ' 5' '5 ' 0 inf; do
+  start=$SECONDS
+  out=$(AMP_LAB_CHECK_DEADLINE=$bad "$amp_lab" check 09 --dir "$ws" 2>&1)
+  expect $? 2 "$out" "AMP_LAB_CHECK_DEADLINE must be seconds from 1 to 86400, got '$bad'"
+  ((SECONDS - start < 10)) || fail "AMP_LAB_CHECK_DEADLINE='$bad' was refused only after $((SECONDS - start)) s"
+done
+grep -q "not built: $$" "$work/learner.cpp" 2>/dev/null && fail "a bad deadline was refused after the build began"
+
+# A wrong file whose code, before main, looks for the report's path on its command line and fills in a
+# passing report with the keys of the reference cache beside it, then exits 0. The judge hands the lab no
+# path: the code finds none, and the wrong file is judged wrong.
+{ cat "$source_dir/tests/exercises/09_loss_not_divided.cpp"; cat <<'CPP'; } >"$file"
+#include <unistd.h>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+namespace {
+const int forged = [] {
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::vector<std::string> args;
+  for (std::string a; std::getline(cmdline, a, '\0');) args.push_back(a);
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "--report-file") continue;
+    const std::string dir = args[i + 1].substr(0, args[i + 1].rfind('/'));
+    std::stringstream cache;
+    cache << std::ifstream(dir + "/reference-quick.json").rdbuf();
+    const std::string c = cache.str();
+    std::string checks;
+    for (size_t at = c.find('[') + 1; c.find('"', at) < c.find(']');) {
+      const size_t open = c.find('"', at), close = c.find('"', open + 1);
+      checks += std::string(checks.empty() ? "" : ",") + "{\"key\": " + c.substr(open, close - open + 1) +
+                ", \"claim\": \"\", \"evidence\": \"\", \"passed\": true}";
+      at = close + 1;
+    }
+    std::ofstream(args[i + 1]) << "{\"passed\": true, \"checks\": [" << checks << "]}\n";
+    _exit(0);
+  }
+  return 0;
+}();
+}  // namespace
+CPP
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^not yet: "
+grep -q "exercise 09 done" <<<"$out" && fail "a report forged through the command line passed"
+
+# The reference cache rewritten between checks (its keys replaced, as code of the learner's could): a
+# correct file still passes. That file also starts a process in a session of its own before main, which
+# outlives its parent's group kill; check ends it.
+python3 - "$work/reference-quick.json" <<'PY' || fail "no reference cache to rewrite"
+import json, sys
+path = sys.argv[1]
+cache = json.load(open(path))
+cache["checks"] = ["forged"]
+json.dump(cache, open(path, "w"))
+PY
+marker=977$$
+{ cat "$solution"; cat <<CPP; } >"$file"
+#include <unistd.h>
+namespace {
+const int left_behind = [] {
+  if (fork() == 0) {
+    setsid();
+    execl("/bin/sleep", "sleep", "$marker", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return 0;
+}();
+}  // namespace
+CPP
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 0 "$out" "^exercise 09 done: all [0-9]+ checks hold"
+sleep 0.5
+pgrep -f "^sleep $marker\$" >/dev/null && { fail "a process the learner's code started outlived the check"; pkill -KILL -f "^sleep $marker\$"; }
+grep -q '"forged"' "$work/reference-quick.json" && fail "the rewritten reference cache was kept"
+
+# The work folder removed (as the learner's code could), and the file saved with a byte-order mark.
+rm -rf "$work"
+{ printf '\xef\xbb\xbf'; cat "$solution"; } >"$file"
+out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 0 "$out" "^exercise 09 done: all [0-9]+ checks hold"
+
+# watch with its output on a full device (a fake node with /dev/full's numbers, in this test's folder,
+# as root only): one line and exit 3, at once, instead of watching forever.
+if [[ $(id -u) -eq 0 ]] && mknod "$scratch/full" c 1 7 2>/dev/null; then
+  start=$SECONDS
+  timeout 60 "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/full" 2>"$scratch/full.err"
+  code=$?
+  [[ $code -eq 3 ]] || fail "watch to a full device: exit $code, wanted 3 ($(cat "$scratch/full.err"))"
+  ((SECONDS - start < 30)) || fail "watch to a full device took $((SECONDS - start)) s to stop"
+else
+  echo "not root: watch to a full device not tried"
+fi
+
+# SIGTERM to watch in the middle of a build: it stops, printing no verdict and recording no attempt.
+{ cat "$solution"; echo "// a build to interrupt: $$"; } >"$file"
+export XDG_STATE_HOME=$scratch/state-term
+"$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/term.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 240); do grep -q "^exercise 09 (" "$scratch/term.out" && break; sleep 0.25; done
+sleep 2
+kill -TERM $pid
+wait $pid
+code=$?
+[[ $code -eq 143 ]] || fail "watch after SIGTERM mid-build: exit $code, wanted 143"
+grep -qE "does not build|the lab stopped|not yet" "$scratch/term.out" &&
+  fail "an interrupted build was judged: $(cat "$scratch/term.out")"
+grep -qs '"checks_run"' "$XDG_STATE_HOME/amp-lab/progress.json" && fail "an interrupted build was recorded"
+export XDG_STATE_HOME=$scratch/state
+
+# watch, its file turned into a symlink to /dev/zero (read four times a second) and then saved right: it
+# waits, in little memory (its peak under 200 MB), and passes. Its address space is capped at 3 GB, so a
+# watch that read the whole of /dev/zero takes no more of the machine's memory than that.
+cp "$source_dir/tests/exercises/09_loss_not_divided.cpp" "$file"
+(ulimit -v 3000000; exec "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch.out" 2>&1) &
+pid=$!
+for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch.out" && break; sleep 0.5; done
+ln -sfn /dev/zero "$file"
+sleep 3
+kill -0 $pid 2>/dev/null || fail "watch ended when its file became a symlink to /dev/zero: $(tail -2 "$scratch/watch.out")"
+peak=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+((${peak:-0} < 200000)) || fail "watch grew to ${peak} kB reading its file, a symlink to /dev/zero"
+rm -f "$file"
+# Then a file it cannot read (2 MB, over a source file's cap): said in one line, and waited through.
+head -c 2000000 /dev/zero | tr '\0' ' ' >"$file.big" && mv "$file.big" "$file"
+for _ in $(seq 1 40); do grep -q "larger than" "$scratch/watch.out" && break; sleep 0.25; done
+grep -q "larger than" "$scratch/watch.out" || fail "watch said nothing of a file it cannot read"
+kill -0 $pid 2>/dev/null || fail "watch ended on a file it cannot read: $(tail -2 "$scratch/watch.out")"
+cp "$solution" "$file.new" && mv "$file.new" "$file"
+for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
+kill $pid 2>/dev/null
+wait $pid
+expect $? 0 "$(cat "$scratch/watch.out")" "^exercise 09 done: all [0-9]+ checks hold"
+
+((failures == 0)) && echo "the judge held against the hostile files" || exit 1
