@@ -617,20 +617,24 @@ TEST_CASE("a version-1 file loads, each record its question's latest attempt, an
   CHECK(slurp(s.state() / "progress.json.version-1") == v1);
 }
 
-TEST_CASE("the learner's order seed is drawn once, saved, and read back by every later walk") {
+TEST_CASE("the learner's order seed is saved with the first answer saved, and kept by every later one") {
   Scratch s;
   runner::ProgressStore store(s.state(), [](const std::string&) {});
-  const auto seed = store.learner_seed();
-  REQUIRE(seed.has_value());
-  CHECK(*seed <= runner::kMaxLearnerSeed);
-  CHECK(store.learner_seed() == seed);
+  const runner::Quiz full = quiz();
+  const std::uint64_t seed = runner::new_learner_seed();
+  CHECK(seed <= runner::kMaxLearnerSeed);
+  runner::Attempt a;
+  a.outcome = runner::Outcome::Right;
+  a.answer = 'b';
+  REQUIRE(store.record(full.questions[0], a, seed));
+  CHECK(store.load().order_seed == seed);
+  // A later walk's seed (one drawn before the first save was seen) does not replace it.
+  REQUIRE(store.record(full.questions[1], a, seed + 1));
+  REQUIRE(store.record(full.questions[2], a));  // --order-seed or --file-order: no learner's seed given
   runner::ProgressStore again(s.state(), [](const std::string&) {});
   CHECK(again.load().order_seed == seed);
-  CHECK(again.learner_seed() == seed);
   const auto j = nlohmann::json::parse(slurp(store.file()));
-  CHECK(j["learner"]["order_seed"].get<std::uint64_t>() == *seed);
-  // Another learner (another folder) draws another seed.
-  Scratch t;
-  runner::ProgressStore other(t.state(), [](const std::string&) {});
-  CHECK(other.learner_seed() != seed);
+  CHECK(j["learner"]["order_seed"].get<std::uint64_t>() == seed);
+  // Two draws for two learners differ.
+  CHECK(runner::new_learner_seed() != runner::new_learner_seed());
 }

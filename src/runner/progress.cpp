@@ -542,9 +542,12 @@ bool ProgressStore::record(const std::string& track, int number, QuestionRecord 
   return save_locked([&](Progress& p) { add_attempt(p, track, number, record.id, attempt); });
 }
 
-bool ProgressStore::record(const Question& q, Attempt attempt) {
+bool ProgressStore::record(const Question& q, Attempt attempt, std::optional<std::uint64_t> learner_seed) {
   if (attempt.outcome == Outcome::Skipped) attempt.answer = attempt.shown = 0;
-  return save_locked([&](Progress& p) { add_attempt(p, q.track, q.number, q.id, attempt); });
+  return save_locked([&](Progress& p) {
+    if (!p.order_seed) p.order_seed = learner_seed;
+    add_attempt(p, q.track, q.number, q.id, attempt);
+  });
 }
 
 bool ProgressStore::record(const Question& q, Outcome outcome, char answer, int hints) {
@@ -553,15 +556,6 @@ bool ProgressStore::record(const Question& q, Outcome outcome, char answer, int 
   attempt.answer = answer;
   attempt.hints = hints;
   return record(q, std::move(attempt));
-}
-
-std::optional<std::uint64_t> ProgressStore::learner_seed() {
-  std::optional<std::uint64_t> seed;
-  const bool saved = save_locked([&](Progress& p) {
-    if (!p.order_seed) p.order_seed = new_learner_seed();
-    seed = p.order_seed;
-  });
-  return saved ? seed : std::nullopt;
 }
 
 bool ProgressStore::reset(const std::string& track) {

@@ -121,14 +121,11 @@ class ProgressStore {
   // is replaced: quiz.yaml renumbered). Returns false when it could not be saved (warned once per store).
   bool record(const std::string& track, int number, QuestionRecord record);
   // Adds `attempt` to question `q`'s: under its own track, so `--track all` and the single tracks share
-  // one progress.
-  bool record(const Question& q, Attempt attempt);
+  // one progress. `learner_seed`: the seed its order was drawn from, saved as the learner's when the file
+  // has none yet (the first save of a walk; a walk that saves nothing leaves no seed behind).
+  bool record(const Question& q, Attempt attempt, std::optional<std::uint64_t> learner_seed = std::nullopt);
   // The same with only an outcome, the answer's id and the hints.
   bool record(const Question& q, Outcome outcome, char answer, int hints);
-
-  // The learner's seed for the options' order: the saved one, else one drawn now and saved. nullopt when
-  // there is none and it could not be saved.
-  std::optional<std::uint64_t> learner_seed();
 
   // Forgets the quiz progress of `track`, or of every track for "" (exercises are kept).
   bool reset(const std::string& track = "");

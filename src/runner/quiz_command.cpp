@@ -121,19 +121,16 @@ std::uint64_t order_seed_of(const std::string& text) {
   return std::stoull(text);
 }
 
-// The options' order of this walk: the seed (--order-seed, else the learner's, saved in the progress the
-// first time, else one for this walk alone) and each question's attempts so far. Scripted walks and the
-// answer key save nothing: they read the learner's seed when there is one.
+// The options' order of this walk: the seed (--order-seed, else the learner's saved one, else one drawn
+// now, which the walk's first saved answer saves as the learner's) and each question's attempts so far.
+// Nothing is written here: a walk refused later (a bad --json) leaves the progress as it was.
 void choose_order(WalkOptions& w, std::optional<ProgressStore>& store) {
   std::optional<Progress> saved;
-  if (store) {
-    if (!w.file_order && !w.order_seed) w.order_seed = store->learner_seed();
-    saved = store->load();
-  } else if (auto reader = default_progress_store(nullptr); reader && std::filesystem::exists(reader->file())) {
-    saved = reader->load();
-    if (!w.file_order && !w.order_seed) w.order_seed = saved->order_seed;
+  if (store && std::filesystem::exists(store->file())) saved = store->load();
+  if (!w.file_order && !w.order_seed) {
+    w.order_seed = saved && saved->order_seed ? *saved->order_seed : new_learner_seed();
+    w.seed_is_learners = true;
   }
-  if (!w.file_order && !w.order_seed) w.order_seed = new_learner_seed();
   if (saved)
     for (const auto& [track, questions] : saved->quiz)
       for (const auto& [number, record] : questions) w.attempts_before[record.id] = record.attempts;
@@ -252,7 +249,6 @@ int reset_progress(const cxxopts::ParseResult& args, const Quiz& file) {
 }
 
 int cmd_quiz(int argc, const char* const* argv) {
-  std::optional<ProgressStore> none_saved;  // a walk that saves nothing only reads the learner's seed
   auto args = quiz_options("").parse(argc, argv);
   if (lab::flag(args, "help")) return print_help(args);
   if (!args.unmatched().empty())
@@ -270,7 +266,9 @@ int cmd_quiz(int argc, const char* const* argv) {
   p.walk.rows = lab::terminal_rows();
   p.walk.follow_terminal = isatty(STDOUT_FILENO);  // re-laid out when the terminal is resized
   if (p.store && !p.walk.answers && !p.walk.reveal) p.walk.progress = &*p.store;
-  choose_order(p.walk, p.walk.progress ? p.store : none_saved);
+  // A walk that saves nothing reads the learner's seed and attempts all the same.
+  std::optional<ProgressStore> reader = p.store ? std::nullopt : default_progress_store(nullptr);
+  choose_order(p.walk, p.store ? p.store : reader);
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   p.walk.pause = !p.walk.answers && !p.walk.reveal && isatty(STDIN_FILENO);
   return walk(p.quiz, p.walk, std::cin, std::cout);

@@ -199,7 +199,8 @@ void save(const Answered& a, const WalkOptions& options) {
   attempt.hints = a.hints;
   attempt.seconds = a.seconds;
   attempt.walk = options.track;
-  options.progress->record(*a.question, std::move(attempt));
+  options.progress->record(*a.question, std::move(attempt),
+                           options.seed_is_learners ? options.order_seed : std::nullopt);
 }
 
 // One question: its lab, what it measured, the question, the answer and what follows it. Returns false
