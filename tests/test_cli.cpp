@@ -393,7 +393,8 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
        "--answers has " + std::to_string(core.size() + 2) + " letters for " + std::to_string(core.size()) +
            " questions"},
       {"quiz --file-order --answers " + std::string(core.size(), 'z'), "'z' is not one of a, b, c, d or s"},
-      {"quiz --only 3 --file-order --answers abcdabcd", "--answers has 8 letters for 1 question\n"},  // not "1 questions"
+      {"quiz --only 3 --file-order --answers abcdabcd",
+       "--answers has 8 letters for 1 question\n"},  // not "1 questions"
       {"quiz --only 3,4 --file-order --answers a", "--answers has 1 letter for 2 questions\n"},
       {"quiz --only 3 --file-order --answers \xc3\xa9",
        "--answers: '\xc3\xa9' is not one of a, b, c, d or s"},  // é, not '\xc3'
@@ -929,8 +930,8 @@ TEST_CASE(
       fs::remove(labs.folder.path / "lab03_number_formats");
     else
       labs.replace("lab03_number_formats", c.body);
-    const auto r =
-        quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--file-order", "--answers", "cd"});
+    const auto r = quiz_with(
+        {labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--file-order", "--answers", "cd"});
     CHECK(r.code == 3);                              // a lab failed to run
     CHECK(has(squeeze(r.out), squeeze(c.message)));  // wrapped at the width
     CHECK(count(r.out, "The lab failed") == 1);
@@ -953,13 +954,13 @@ TEST_CASE(
   std::ofstream(status.path / "log") << "/path/to/build-ahead.log\n";
   std::ofstream(status.path / "lab08_autocast_policy.failed") << "/path/to/build-ahead.log\n";
   // A stand-in builder: alive until killed; lab 03's build "ends" after 1.5 s.
-  const int code =
-      sh("sleep 60 & echo $! > " + d + "/builder.pid; (sleep 1.5; ln -s " +
-         q(labs.real("lab03_number_formats")) + " " + labs.folder.path.string() +
-         "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
-         "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " +
-         q(AMP_LAB_BINARY_DIR "/bin/amp-lab") + " quiz --quick --device cpu --only 3,8 --file-order --answers cd > " + d +
-         "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
+  const int code = sh("sleep 60 & echo $! > " + d + "/builder.pid; (sleep 1.5; ln -s " +
+                      q(labs.real("lab03_number_formats")) + " " + labs.folder.path.string() +
+                      "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
+                      "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " +
+                      q(AMP_LAB_BINARY_DIR "/bin/amp-lab") +
+                      " quiz --quick --device cpu --only 3,8 --file-order --answers cd > " + d +
+                      "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
   const std::string out = slurp(status.path / "out");
   CHECK(code == 3);
   CHECK(has(out, "70000"));  // lab 03 ran once built
@@ -982,7 +983,8 @@ TEST_CASE(
   const size_t erased = screen.find("\r          ", live);  // spaces over it, from the line's start
   CHECK(erased != std::string::npos);
   CHECK(erased < screen.find("== bf16 and fp16"));  // before the report
-  const auto piped = quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3", "--file-order", "--answers", "c"});
+  const auto piped = quiz_with(
+      {labs.env()}, {"--quick", "--device", "cpu", "--only", "3", "--file-order", "--answers", "c"});
   CHECK(piped.code == 0);
   CHECK_FALSE(has(piped.out, "running lab"));
   CHECK_FALSE(has(piped.out, "\r"));
@@ -1114,8 +1116,9 @@ TEST_CASE(
     // Waited for by process id: `wait %2` fails with "no such job" (127) when that walk ended first.
     const int code =
         sh("'" + bin + "' quiz --quick --device cpu --only 3,8 --file-order --answers cd --json " + f +
-           " >/dev/null 2>&1 & a=$!; '" + bin + "' quiz --quick --device cpu --only 6 --file-order --answers a --json " +
-           f + " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
+           " >/dev/null 2>&1 & a=$!; '" + bin +
+           "' quiz --quick --device cpu --only 6 --file-order --answers a --json " + f +
+           " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
     CHECK(code == 0);
     const auto j = nlohmann::json::parse(slurp(f));  // throws (fails the test) on a mix of the two
     std::vector<int> numbers;
@@ -1172,7 +1175,8 @@ TEST_CASE(
     for (const std::string& target : {std::string("''"), q((state / "progress.json").string()),
                                       q((state / "progress.json.lock").string()),
                                       q((state / ".." / "amp-lab" / "progress.json").string())}) {
-      for (const char* answers : {" --file-order --answers c", ""}) {  // a walk that saves answers and one that does not
+      for (const char* answers :
+           {" --file-order --answers c", ""}) {  // a walk that saves answers and one that does not
         CAPTURE(there);
         CAPTURE(target);
         CAPTURE(answers);
@@ -1380,8 +1384,8 @@ TEST_CASE(
 TEST_CASE(
     "the summary shows no answer of a question not answered, and ends with the commands that retry and go "
     "on") {
-  const auto r =
-      run("quiz --quick --device cpu --file-order --only 3,4,8", "b\ns\n");  // wrong, skipped, then end of input
+  const auto r = run("quiz --quick --device cpu --file-order --only 3,4,8",
+                     "b\ns\n");  // wrong, skipped, then end of input
   REQUIRE(has(r.out, "Stopped (end of input)."));
   const std::string summary = r.out.substr(r.out.find("Summary"));
   const auto row = [&](const std::string& start) {
@@ -1406,7 +1410,8 @@ TEST_CASE(
   const auto retry = run("quiz --quick --device cpu --only 3,4 --file-order --answers " + right);
   CHECK(has(retry.out, "Score: 2/2 right"));
   const fs::path two = two_track_quiz();
-  const auto other = run("quiz --quick --device cpu --quiz " + two.string() + " --track other --file-order --answers a");
+  const auto other =
+      run("quiz --quick --device cpu --quiz " + two.string() + " --track other --file-order --answers a");
   CHECK(has(squeeze(other.out), "Retry the one you missed or skipped: amp-lab quiz --track other --quiz " +
                                     two.string() + " --only 2 "));  // wrapped at the width when long
   fs::remove(two);
@@ -1467,11 +1472,12 @@ TEST_CASE("a term is glossed the first time the walk shows it, once, and amp-lab
 TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 and at 120") {
   for (const char* columns : {"80", "120"}) {
     CAPTURE(columns);
-    const auto r = run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --file-order --answers abcd"),
-                       "", "amp-lab", std::string("COLUMNS=") + columns);
+    const auto r =
+        run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --file-order --answers abcd"),
+            "", "amp-lab", std::string("COLUMNS=") + columns);
     // Typed answers: the summary then also says where the progress was saved.
-    const auto typed =
-        run("quiz --quick --device cpu --file-order --only 1", "a\n", "amp-lab", std::string("COLUMNS=") + columns);
+    const auto typed = run("quiz --quick --device cpu --file-order --only 1", "a\n", "amp-lab",
+                           std::string("COLUMNS=") + columns);
     REQUIRE(r.code == 0);
     REQUIRE(typed.code == 0);
     REQUIRE(has(typed.out, "Progress saved in"));
@@ -1487,8 +1493,8 @@ TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 
 
 TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner, lab and glosses included") {
   const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
-  const auto r =
-      run("quiz --quick --device cpu --track all --file-order --answers " + std::string(all.questions.size(), 's'));
+  const auto r = run("quiz --quick --device cpu --track all --file-order --answers " +
+                     std::string(all.questions.size(), 's'));
   REQUIRE(r.code == 0);
   size_t from = 0, i = 0;  // each question's screen: from its banner to its own prompt, the prompt left out
   for (const auto& q : all.questions) {
@@ -1510,9 +1516,9 @@ TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner
 
 TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits the terminal's 40 rows") {
   const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
-  const auto r =
-      run("quiz --quick --device cpu --track all --file-order --answers " + std::string(all.questions.size(), 's'), "",
-          "amp-lab", "COLUMNS=80 LINES=40");
+  const auto r = run("quiz --quick --device cpu --track all --file-order --answers " +
+                         std::string(all.questions.size(), 's'),
+                     "", "amp-lab", "COLUMNS=80 LINES=40");
   REQUIRE(r.code == 0);
   size_t from = 0, i = 0;
   for (const auto& q : all.questions) {

@@ -489,9 +489,8 @@ TEST_CASE(
   const runner::Quiz full = quiz();
   store.record(full.questions[0], runner::Outcome::Right, 'b', 1);
   store.record(full.questions[1], runner::Outcome::Wrong, 'c', 0);
-  store.update([](runner::Progress& p) {
-    p.exercises["06"] = {{"status", "done"}, {"at", "2026-11-30T09:00:00Z"}};
-  });
+  store.update(
+      [](runner::Progress& p) { p.exercises["06"] = {{"status", "done"}, {"at", "2026-11-30T09:00:00Z"}}; });
   std::ostringstream out;
   runner::print_progress(out, store.load(), full, store.file(), 80);
   const std::string text = out.str();
@@ -515,7 +514,8 @@ TEST_CASE(
   for (std::string line; std::getline(lines, line);) CHECK(lab::display_width(line) <= 80);
 }
 
-TEST_CASE("every attempt is kept: a walk of --track all after a practice walk adds to it, and replaces nothing") {
+TEST_CASE(
+    "every attempt is kept: a walk of --track all after a practice walk adds to it, and replaces nothing") {
   Scratch s;
   runner::ProgressStore store(s.state(), [](const std::string&) {});
   const runner::Quiz full = quiz();
@@ -550,7 +550,7 @@ TEST_CASE("every attempt is kept: a walk of --track all after a practice walk ad
   CHECK(r.first_try()->walk == "extra");
   CHECK(r.history[1].walk == "all");
   CHECK(r.outcome == runner::Outcome::Skipped);  // the latest
-  CHECK(r.history[2].answer == 0);                // a skip chose nothing, whatever was passed
+  CHECK(r.history[2].answer == 0);               // a skip chose nothing, whatever was passed
   CHECK(r.history[2].shown == 0);
   // --retry asks what the latest attempt missed: q4 now, although its first try was right.
   CHECK(runner::retry_questions(p, full) == std::vector<int>{4});
@@ -587,10 +587,10 @@ TEST_CASE("a version-1 file loads, each record its question's latest attempt, an
   CHECK(q1.outcome == runner::Outcome::Wrong);
   CHECK(q1.answer == 'a');
   CHECK(q1.hints == 2);
-  CHECK(q1.attempts == 3);                 // as the file counted them
-  REQUIRE(q1.history.size() == 1);         // the one it kept
-  CHECK(q1.unrecorded == 2);               // the two before it, counted, their details never saved
-  CHECK(q1.first_try() == nullptr);        // so its first try is not known
+  CHECK(q1.attempts == 3);           // as the file counted them
+  REQUIRE(q1.history.size() == 1);   // the one it kept
+  CHECK(q1.unrecorded == 2);         // the two before it, counted, their details never saved
+  CHECK(q1.first_try() == nullptr);  // so its first try is not known
   CHECK(q1.history[0].at == "2026-11-30T08:03:12Z");
   const runner::QuestionRecord& q2 = p.quiz.at("core").at(2);
   REQUIRE(q2.first_try() != nullptr);  // one attempt, and no other before it: the first try

@@ -10,17 +10,17 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <map>
-#include <sstream>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <sys/stat.h>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "amp_lab_paths.h"
 #include "runner/exercise_table.h"
@@ -777,7 +777,9 @@ TEST_CASE("across the project's own questions (Q9-Q17) the key is the longest op
   CHECK(key_longest <= 3);
 }
 
-TEST_CASE("the order drawn is a function of the learner's seed, the question and the attempt, and of nothing else") {
+TEST_CASE(
+    "the order drawn is a function of the learner's seed, the question and the attempt, and of nothing "
+    "else") {
   const runner::OptionOrder first = runner::draw_order(3141592653, "fp16-overflow-op", 1, 4);
   CHECK(runner::draw_order(3141592653, "fp16-overflow-op", 1, 4) == first);  // reproducible
   // The file order is the identity; letters round-trip; a non-permutation is refused.
@@ -793,7 +795,8 @@ TEST_CASE("the order drawn is a function of the learner's seed, the question and
   for (int k = 1; k <= 24; ++k) {
     by_attempt.insert(runner::order_letters(runner::draw_order(3141592653, "fp16-overflow-op", k, 4)));
     by_question.insert(runner::order_letters(runner::draw_order(3141592653, "q" + std::to_string(k), 1, 4)));
-    by_seed.insert(runner::order_letters(runner::draw_order(static_cast<std::uint64_t>(k), "fp16-overflow-op", 1, 4)));
+    by_seed.insert(
+        runner::order_letters(runner::draw_order(static_cast<std::uint64_t>(k), "fp16-overflow-op", 1, 4)));
   }
   CHECK(by_attempt.size() >= 8);
   CHECK(by_question.size() >= 8);
@@ -805,8 +808,8 @@ namespace {
 // amp-lab itself, run by the shell with `env` added, stdin from `input` (a file) or /dev/null; returns its
 // standard output, and its exit code in `code`.
 std::string amp_lab(const std::string& env, const std::string& args, const std::string& input, int* code) {
-  const std::filesystem::path out = std::filesystem::temp_directory_path() /
-                                    ("amp_lab_quiz_out_" + std::to_string(::getpid()) + ".txt");
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / ("amp_lab_quiz_out_" + std::to_string(::getpid()) + ".txt");
   const std::string command = "env " + env + " '" AMP_LAB_BINARY_DIR "/bin/amp-lab' quiz " + args + " < " +
                               (input.empty() ? std::string("/dev/null") : "'" + input + "'") + " > '" +
                               out.string() + "' 2>&1";
@@ -867,14 +870,15 @@ TEST_CASE("--answers and --json name options as shown and by id, and each round-
     CHECK(q["order"] == runner::order_letters(runner::draw_order(2718, file.id, 1, 4)));
     CHECK(q["attempt"] == 1);
     const std::string order = q["order"];
-    CHECK(q["answer"] == std::string(1, "abc"[k]));                       // as typed: the letter shown
-    CHECK(q["answer_id"] == std::string(1, order[k]));                    // the option shown there
+    CHECK(q["answer"] == std::string(1, "abc"[k]));     // as typed: the letter shown
+    CHECK(q["answer_id"] == std::string(1, order[k]));  // the option shown there
     CHECK(q["correct_id"] == std::string(1, static_cast<char>('a' + file.answer)));
     const char correct = static_cast<char>('a' + order.find(static_cast<char>('a' + file.answer)));
     CHECK(q["correct"] == std::string(1, correct));
     // The screen says the letters shown: the answer line, and the "Not x)" of the learner's option.
     const std::string key_text = file.options[static_cast<size_t>(file.answer)];
-    CHECK(out.find(std::string("The answer is ") + correct + ") " + key_text.substr(0, 20)) != std::string::npos);
+    CHECK(out.find(std::string("The answer is ") + correct + ") " + key_text.substr(0, 20)) !=
+          std::string::npos);
     if (q["answer_id"] != q["correct_id"]) {
       const std::string mine = file.options[static_cast<size_t>(order[k] - 'a')];
       CHECK(out.find(std::string("Not ") + "abc"[k] + ") " + mine.substr(0, 20)) != std::string::npos);
@@ -904,7 +908,8 @@ TEST_CASE("--file-order shows quiz.yaml's order, and its letters are the ids") {
   int code = 0;
   const std::string json = (home.dir / "file.json").string();
   const std::string out =
-      amp_lab(home.env(), "--track all --only 9,17 --file-order --device cpu --quick --answers bd --json '" + json + "'",
+      amp_lab(home.env(),
+              "--track all --only 9,17 --file-order --device cpu --quick --answers bd --json '" + json + "'",
               "", &code);
   INFO(out);
   const nlohmann::json j = read_json(json);
@@ -918,7 +923,8 @@ TEST_CASE("--file-order shows quiz.yaml's order, and its letters are the ids") {
     const FileQuestion& file = questions.at(static_cast<size_t>(q["number"].get<int>() - 1));
     size_t at = 0;
     for (size_t k = 0; k < 4; ++k) {
-      at = out.find(std::string("  ") + static_cast<char>('a' + k) + ") " + file.options[k].substr(0, 30), at);
+      at =
+          out.find(std::string("  ") + static_cast<char>('a' + k) + ") " + file.options[k].substr(0, 30), at);
       CHECK(at != std::string::npos);
     }
   }

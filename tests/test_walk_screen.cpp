@@ -148,7 +148,8 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
 TEST_CASE("at the pause each key shows its part, and a part longer than the screen is paged") {
   StateDir state;
   const unsigned rows = 16;  // small, so that the checks and the terms need more than one screen
-  Terminal t({kRunner, "quiz", "--file-order", "--only", "2", "--quick", "--device", "cpu"}, 80, rows, state.env());
+  Terminal t({kRunner, "quiz", "--file-order", "--only", "2", "--quick", "--device", "cpu"}, 80, rows,
+             state.env());
   REQUIRE(t.expect(kPrompt, 300));
   t.type("a\n");
   REQUIRE(t.expect("Enter summary · o other options · d details · c checks · t terms · q quit "));
@@ -243,7 +244,8 @@ TEST_CASE("after --resume the retry advice names every missed question of the tr
 TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress suggests the command as typed") {
   StateDir state;
   {
-    Terminal t({kRunner, "quiz", "--file-order", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env());
+    Terminal t({kRunner, "quiz", "--file-order", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40,
+               state.env());
     answer(t, 'a');
     answer(t, 'a');
     t.wait_exit();

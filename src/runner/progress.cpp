@@ -227,8 +227,9 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
   p.version = j["version"].get<int>();
   if (p.version >= 2 && j.contains("learner")) {
     const auto& learner = j["learner"];
-    if (!learner.is_object() || (learner.contains("order_seed") && !(learner["order_seed"].is_number_unsigned() &&
-                                                                      learner["order_seed"].get<std::uint64_t>() <= kMaxLearnerSeed))) {
+    if (!learner.is_object() || (learner.contains("order_seed") &&
+                                 !(learner["order_seed"].is_number_unsigned() &&
+                                   learner["order_seed"].get<std::uint64_t>() <= kMaxLearnerSeed))) {
       *why = "learner.order_seed is not a seed amp-lab draws";
       return std::nullopt;
     }
@@ -412,7 +413,7 @@ bool ProgressStore::set_aside(const std::string& reason) {
 // The saved progress; nullopt when the file exists but can be neither read nor set aside. With
 // `may_set_aside` the lock is held, and a file that is not amp-lab's progress is set aside.
 std::optional<Progress> ProgressStore::read_locked(bool may_set_aside) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(file_.c_str(), &st) != 0) {
     if (errno == ENOENT) return Progress{};
     warn(fmt::format("cannot look at {}: {}; progress will not be saved", display(file_),
@@ -510,8 +511,9 @@ bool ProgressStore::keep_old_version() {
     text.reset();
     why = e.code().message();
   }
-  if (!text) warn_once(fmt::format("cannot save progress: cannot keep a copy of the version-1 {} as {}: {}",
-                                   display(file_), display(copy.filename()), why));
+  if (!text)
+    warn_once(fmt::format("cannot save progress: cannot keep a copy of the version-1 {} as {}: {}",
+                          display(file_), display(copy.filename()), why));
   return text.has_value();
 }
 

@@ -60,14 +60,16 @@ struct Attempt {
 struct QuestionRecord {
   std::string id;  // the question's id when it was answered: a renumbered quiz.yaml does not mix them up
   Outcome outcome = Outcome::Skipped;
-  char answer = 0;   // the latest option chosen, by id; 0 when skipped
-  int hints = 0;     // hints shown before the latest answer
-  int attempts = 1;  // how many times it was answered or skipped, the latest included
-  std::string at;    // when the latest was, UTC
+  char answer = 0;               // the latest option chosen, by id; 0 when skipped
+  int hints = 0;                 // hints shown before the latest answer
+  int attempts = 1;              // how many times it was answered or skipped, the latest included
+  std::string at;                // when the latest was, UTC
   std::vector<Attempt> history;  // every attempt kept, oldest first; the last is the latest
   int unrecorded = 0;  // attempts a version-1 file counted before the one it kept (their details not kept)
   // The first try: the oldest attempt kept, when none went unrecorded before it.
-  const Attempt* first_try() const { return unrecorded == 0 && !history.empty() ? &history.front() : nullptr; }
+  const Attempt* first_try() const {
+    return unrecorded == 0 && !history.empty() ? &history.front() : nullptr;
+  }
 };
 
 inline constexpr int kProgressVersionRead = 2;  // the version written
@@ -75,8 +77,8 @@ inline constexpr int kProgressVersionRead = 2;  // the version written
 struct Progress {
   std::map<std::string, std::map<int, QuestionRecord>> quiz;  // track id -> question number -> attempts
   std::optional<std::uint64_t> order_seed;  // the learner's seed for the options' order, once drawn
-  nlohmann::json exercises = nlohmann::json::object();        // each entry as amp-lab writes it (below)
-  nlohmann::json other = nlohmann::json::object();            // any other top-level key, kept as found
+  nlohmann::json exercises = nlohmann::json::object();  // each entry as amp-lab writes it (below)
+  nlohmann::json other = nlohmann::json::object();      // any other top-level key, kept as found
   // Read, not saved: the exercise entries that were not as amp-lab writes them, moved to
   // other["exercises_set_aside"] (kept in the file there) and warned of once.
   std::vector<std::string> set_aside;

@@ -66,8 +66,9 @@ void print_track(std::ostream& out, const Progress& progress, const Quiz& full, 
               fmt::format("score: first try {}/{} right, latest {}/{} right", first_right,
                           quiz.questions.size(), right, quiz.questions.size()),
               width, "  ", "    ");
-  for (const auto& line : lab::format_table({"#", "question", "first try", "latest", "tries", "hints", "when"},
-                                            rows, width > 4 ? width - 4 : 0))
+  for (const auto& line :
+       lab::format_table({"#", "question", "first try", "latest", "tries", "hints", "when"}, rows,
+                         width > 4 ? width - 4 : 0))
     out << "    " << line << "\n";
   if (const auto retry = retry_questions(progress, quiz); !retry.empty())
     print_lines(out, "retry the missed and skipped: " + only_command(full, track.id, retry, program), width,

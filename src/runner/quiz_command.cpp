@@ -27,10 +27,11 @@ cxxopts::Options quiz_options(const std::string& tracks) {
   cxxopts::Options options("amp-lab quiz",
                            "Take the mixed-precision quiz; every question runs its lab first.");
   lab::add_context_options(options);
-  options.add_options()(
-      "answers", "answer without prompts: one letter per question as shown, s to skip (e.g. acbdbbcd)",
-      cxxopts::value<std::string>())(
-      "answer-ids", "the same, each option named by its id, its letter in the quiz file, whatever the order shown",
+  options.add_options()("answers",
+                        "answer without prompts: one letter per question as shown, s to skip (e.g. acbdbbcd)",
+                        cxxopts::value<std::string>())(
+      "answer-ids",
+      "the same, each option named by its id, its letter in the quiz file, whatever the order shown",
       cxxopts::value<std::string>())(
       "file-order", "show the options in the quiz file's order, not in the order drawn for you")(
       "order-seed", "draw the options' order from seed N, not from the one saved for you",
@@ -114,10 +115,11 @@ std::vector<std::string> lab_flags(const lab::ContextArgs& c) {
 
 // --order-seed N: a whole number from 0 to 2^53-1.
 std::uint64_t order_seed_of(const std::string& text) {
-  const bool digits = !text.empty() && text.size() <= 16 && text.find_first_not_of("0123456789") == std::string::npos;
+  const bool digits =
+      !text.empty() && text.size() <= 16 && text.find_first_not_of("0123456789") == std::string::npos;
   if (!digits || std::stoull(text) > kMaxLearnerSeed)
-    throw lab::UsageError(fmt::format("--order-seed: {} is not a whole number from 0 to {}", lab::quote(text, 30),
-                                      kMaxLearnerSeed));
+    throw lab::UsageError(fmt::format("--order-seed: {} is not a whole number from 0 to {}",
+                                      lab::quote(text, 30), kMaxLearnerSeed));
   return std::stoull(text);
 }
 
@@ -187,7 +189,8 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   }
   w.file_order = lab::flag(args, "file-order");
   if (args.count("order-seed")) {
-    if (w.file_order) throw lab::UsageError("--file-order and --order-seed do not go together: give one of them");
+    if (w.file_order)
+      throw lab::UsageError("--file-order and --order-seed do not go together: give one of them");
     w.order_seed = order_seed_of(args["order-seed"].as<std::string>());
   }
   w.reveal = lab::flag(args, "reveal");

@@ -140,8 +140,9 @@ std::vector<Answered> questions_walked(const Quiz& quiz, const WalkOptions& opti
       const auto before = options.attempts_before.find(q.id);
       a.attempt = (before == options.attempts_before.end() ? 0 : before->second) + 1;
       const int n = static_cast<int>(q.options.size());
-      a.order = options.file_order || !options.order_seed ? file_order(n)
-                                                          : draw_order(*options.order_seed, q.id, a.attempt, n);
+      a.order = options.file_order || !options.order_seed
+                    ? file_order(n)
+                    : draw_order(*options.order_seed, q.id, a.attempt, n);
     }
   // The command line checks this first (quiz_command.cpp); here it guards walk()'s own precondition.
   if (options.answers && options.answers->size() != walked.size())

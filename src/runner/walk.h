@@ -33,9 +33,10 @@ struct WalkOptions {
   // and its attempt number (runner/quiz_order.h). Without a seed the file's order is shown.
   bool file_order = false;
   std::optional<std::uint64_t> order_seed;
-  bool seed_is_learners = false;  // order_seed is the learner's (saved with the first answer saved), not --order-seed
+  bool seed_is_learners =
+      false;  // order_seed is the learner's (saved with the first answer saved), not --order-seed
   std::map<std::string, int> attempts_before;  // question id -> attempts saved before this walk
-  bool reveal = false;                 // no questions: show the answer key with explanations
+  bool reveal = false;                         // no questions: show the answer key with explanations
   bool pause = false;  // a person at a terminal: a short answer screen, the rest on keys at a pause
   std::optional<std::string> json_path;
   std::vector<Input> inputs;  // files the walk reads (the quiz): --json may not name one

@@ -175,8 +175,8 @@ void print_question(const Question& q, const OptionOrder& order, std::ostream& o
   for (size_t k = 0; k < order.size(); ++k) {  // k: the position shown; order[k]: the option's id
     const int id = order[k];
     const bool correct = mark_answer && id == q.answer;
-    auto lines =
-        lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[id]), width, "  ", "     ");
+    auto lines = lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[id]), width,
+                                 "  ", "     ");
     // The key's marker stays whole: on the option's last line when it fits, else on a line of its own.
     if (correct && lines.back().size() + 12 <= width)
       lines.back() += "   <- answer";

@@ -23,7 +23,7 @@ struct Answered {
   const Question* question;
   const lab::LabDecl* decl = nullptr;
   Asked outcome = Asked::NotAsked;
-  int chosen = -1;   // the option answered, by id (its index in quiz.yaml), -1 for none
+  int chosen = -1;    // the option answered, by id (its index in quiz.yaml), -1 for none
   OptionOrder order;  // the options' ids in the order shown (runner/quiz_order.h)
   int attempt = 1;    // this attempt's number for the question (1: the learner's first)
   int seconds = -1;   // from the prompt to the answer
