@@ -568,7 +568,7 @@ TEST_CASE(
   const size_t q1 = text.find("\n    1  q1");
   REQUIRE(q1 != std::string::npos);
   const std::string row = text.substr(q1 + 1, text.find('\n', q1 + 1) - q1 - 1);
-  CHECK(row.find("a (wrong)") < row.find("b (right)"));  // first try, then the latest
+  CHECK(row.find("a (wrong)") < row.find("c (right)"));  // the first try, then the latest, as shown
 }
 
 TEST_CASE("a version-1 file loads, each record its question's latest attempt, and is kept as it was") {

@@ -172,7 +172,8 @@ std::string only_command(const Quiz& full, const std::string& track, const std::
 // its questions (answered ones with the first try's option and the latest's, each right or wrong, how many
 // attempts, the latest's hints and when; the others "-", never their answer) and the command that retries
 // what the latest attempts missed; then the exercises, when the file has any. `width` columns (0:
-// unlimited). Options are named by their id, the letter in quiz.yaml.
+// unlimited). Each option is named by the letter it was shown at in that attempt (its id, the letter in
+// quiz.yaml, for a version-1 record).
 void print_progress(std::ostream& out, const Progress& progress, const Quiz& full,
                     const std::filesystem::path& file, size_t width, bool color = false,
                     const std::string& program = "amp-lab");

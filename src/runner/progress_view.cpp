@@ -17,15 +17,17 @@ std::string when(const std::string& at) {
   return lab::escape(at, 40);
 }
 
-std::string result_of(Outcome outcome, char answer) {
-  if (outcome == Outcome::Skipped) return "skipped";
-  return std::string(1, answer ? answer : '?') + (outcome == Outcome::Right ? " (right)" : " (wrong)");
+// The option as the learner saw it on that attempt (the letter typed), else by its id.
+std::string result_of(const Attempt& a) {
+  if (a.outcome == Outcome::Skipped) return "skipped";
+  const char letter = a.shown ? a.shown : a.answer ? a.answer : '?';
+  return std::string(1, letter) + (a.outcome == Outcome::Right ? " (right)" : " (wrong)");
 }
 
 // The first try's cell: "?" when a version-1 file counted attempts before the one it kept.
 std::string first_of(const QuestionRecord& r) {
   const Attempt* first = r.first_try();
-  return first ? result_of(first->outcome, first->answer) : "?";
+  return first ? result_of(*first) : "?";
 }
 
 void print_lines(std::ostream& out, const std::string& text, size_t width, const std::string& first,
@@ -45,7 +47,7 @@ void print_track(std::ostream& out, const Progress& progress, const Quiz& full, 
     if (r) hints += r->hints;
     if (r && r->first_try() && r->first_try()->outcome == Outcome::Right) ++first_right;
     if (r)
-      rows.push_back({std::to_string(q.number), q.id, first_of(*r), result_of(r->outcome, r->answer),
+      rows.push_back({std::to_string(q.number), q.id, first_of(*r), result_of(r->history.back()),
                       std::to_string(r->attempts), std::to_string(r->hints), when(r->at)});
     else
       rows.push_back({std::to_string(q.number), q.id, "-", "", "", "", ""});
