@@ -556,6 +556,12 @@ TEST_CASE(
   CHECK(runner::retry_questions(p, full) == std::vector<int>{4});
   REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Right, 'b', 'd', "acdb", 0, "all")));
   CHECK(runner::retry_questions(store.load(), full).empty());
+  // A prompt left open for two months: the time is kept at its cap, and the file still reads back.
+  runner::Attempt slow = attempt(runner::Outcome::Wrong, 'a', 'a', "abcd", 0, "all");
+  slow.seconds = 5'000'000;
+  REQUIRE(store.record(full.questions[3], slow));
+  CHECK(store.load().quiz.at("extra").at(4).history.back().seconds == 1'000'000);
+  REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Right, 'b', 'a', "bcda", 0, "all")));
   // amp-lab progress: the first try and the latest, side by side, and the score of each.
   store.record(full.questions[0], attempt(runner::Outcome::Wrong, 'a', 'a', "abcd", 0, "core"));
   store.record(full.questions[0], attempt(runner::Outcome::Right, 'b', 'c', "dcba", 2, "core"));

@@ -25,6 +25,7 @@ namespace runner {
 namespace {
 
 constexpr size_t kMaxProgressBytes = 4 << 20;  // thousands of walks' worth; more is not ours
+constexpr int kMaxCount = 1'000'000;           // the most hints, attempts or seconds a record holds
 constexpr auto kLockWait = std::chrono::seconds(5);
 // amp-lab writes 4 levels; the unknown keys it keeps are copied and written out by recursive code
 // (nlohmann's copy and dump), so a deeper file is refused before it is parsed: 50,000 nested brackets in
@@ -77,7 +78,7 @@ nlohmann::json to_json(const Progress& p) {
 }
 
 bool is_count(const nlohmann::json& j, int least) {
-  return j.is_number_integer() && j.get<long long>() >= least && j.get<long long>() <= 1'000'000;
+  return j.is_number_integer() && j.get<long long>() >= least && j.get<long long>() <= kMaxCount;
 }
 
 bool is_letter(const nlohmann::json& j) {
@@ -526,6 +527,7 @@ namespace {
 // Adds `attempt` to question `number` of `track`, after the attempts saved for the same id.
 void add_attempt(Progress& p, const std::string& track, int number, const std::string& id, Attempt attempt) {
   if (attempt.at.empty()) attempt.at = timestamp();
+  attempt.seconds = std::min(attempt.seconds, kMaxCount);  // a prompt left open for weeks still reads back
   QuestionRecord& r = p.quiz[track][number];
   if (r.id != id) r = QuestionRecord{};  // another question at this number (quiz.yaml renumbered)
   r.id = id;
