@@ -124,7 +124,7 @@ elseif(STEP STREQUAL "runner")
   string(REGEX REPLACE "[ \t\r\n]+" "" flat_prefix "${prefix}")
   require_match("${flat}" "\\(default:${flat_prefix}/share/amp-lab/quiz\\.yaml\\)" "the installed runner's quiz file")
   run("amp-lab quiz --answers abcdabcd" COMMAND ${CMAKE_COMMAND} -E env --unset=AMP_LAB_QUIZ NO_COLOR=1
-      ${prefix}/bin/amp-lab quiz --only 1,2,3,4,5,6,7,8 --answers abcdabcd --quick --device cpu WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+      ${prefix}/bin/amp-lab quiz --only 1,2,3,4,5,6,7,8 --file-order --answers abcdabcd --quick --device cpu WORKING_DIRECTORY ${elsewhere} OUTPUT out)
   # Each question names its lab's folder relative to the project, not to the clone it was built in.
   foreach(lab 01_master_weights 02_loss_scaling 03_number_formats 04_fp32_accumulation 05_memory_throughput
               06_amp_api 07_bf16_scaling 08_autocast_policy)

@@ -131,7 +131,7 @@ int count(const std::string& text, const std::string& part) {
 }
 
 // Two quick questions: Q3 (number formats, answer c) and Q8 (autocast policy, answer d).
-const std::string kTwo = "quiz --quick --device cpu --only 3,8";
+const std::string kTwo = "quiz --quick --device cpu --file-order --only 3,8";
 
 // The project's quiz file, its labs checked against labs/catalog.cpp: counts come from it, never from
 // numbers written into a test.
@@ -212,7 +212,7 @@ TEST_CASE(
   REQUIRE(lab.code == 0);
   const auto report = nlohmann::json::parse(lab.out);
   REQUIRE(report["checks"].size() > 0);
-  const auto r = run("quiz --quick --device cpu --only 3 --answers c");
+  const auto r = run("quiz --quick --device cpu --only 3 --file-order --answers c");
   REQUIRE(r.code == 0);
   const auto prompt = r.out.find("Your answer");
   REQUIRE(prompt != std::string::npos);
@@ -337,27 +337,27 @@ questions:
 TEST_CASE("--track walks only that track's questions, numbered as in the file, and all walks every track") {
   const fs::path quiz = two_track_quiz();
   const std::string base = "quiz --quick --device cpu --quiz " + quiz.string();
-  const auto core = run(base + " --answers c");  // the default track
+  const auto core = run(base + " --file-order --answers c");  // the default track
   CHECK(core.code == 0);
   CHECK(has(core.out, "Q1. Which?"));
   CHECK_FALSE(has(core.out, "Q2. What?"));
   CHECK(has(core.out, "Score: 1/1 right"));
 
-  const auto other = run(base + " --track other --answers d");
+  const auto other = run(base + " --track other --file-order --answers d");
   CHECK(other.code == 0);
   CHECK(has(other.out, "Track other: The second track (1 question)"));
   CHECK(has(other.out, "Q2. What?"));
   CHECK_FALSE(has(other.out, "Q1. Which?"));
   CHECK(has(other.out, "Score: 1/1 right"));
 
-  const auto only = run(base + " --track other --only 2 --answers d");
+  const auto only = run(base + " --track other --only 2 --file-order --answers d");
   CHECK(only.code == 0);
   CHECK(has(only.out, "Q2. What?"));
-  const auto outside = run(base + " --track other --only 1 --answers d");
+  const auto outside = run(base + " --track other --only 1 --file-order --answers d");
   CHECK(outside.code == 2);
   CHECK(has(outside.err, "--only '1': expected question numbers from 2 to 2"));
 
-  const auto all = run(base + " --track all --answers cd");
+  const auto all = run(base + " --track all --file-order --answers cd");
   CHECK(all.code == 0);
   CHECK(has(all.out, "Q1. Which?"));
   CHECK(has(all.out, "Q2. What?"));
@@ -391,13 +391,14 @@ TEST_CASE("bad input gets one clear line on stderr and exit code 2") {
       {"quiz --only 1,x", "--only '1,x'"},
       {"quiz --track nope", "--track: no track named 'nope' (tracks: core"},
       {"list --frob", "frob"},
-      {"quiz --answers ab" + std::string(core.size(), 'a'),
+      {"quiz --file-order --answers ab" + std::string(core.size(), 'a'),
        "--answers has " + std::to_string(core.size() + 2) + " letters for " + std::to_string(core.size()) +
            " questions"},
-      {"quiz --answers " + std::string(core.size(), 'z'), "'z' is not one of a, b, c, d or s"},
-      {"quiz --only 3 --answers abcdabcd", "--answers has 8 letters for 1 question\n"},  // not "1 questions"
-      {"quiz --only 3,4 --answers a", "--answers has 1 letter for 2 questions\n"},
-      {"quiz --only 3 --answers \xc3\xa9",
+      {"quiz --file-order --answers " + std::string(core.size(), 'z'), "'z' is not one of a, b, c, d or s"},
+      {"quiz --only 3 --file-order --answers abcdabcd",
+       "--answers has 8 letters for 1 question\n"},  // not "1 questions"
+      {"quiz --only 3,4 --file-order --answers a", "--answers has 1 letter for 2 questions\n"},
+      {"quiz --only 3 --file-order --answers \xc3\xa9",
        "--answers: '\xc3\xa9' is not one of a, b, c, d or s"},  // é, not '\xc3'
       {"quiz --dtype fp32", "--dtype must be fp16 or bf16, got 'fp32'"},
       {"quiz --device tpu", "--device must be auto, cpu or cuda, got 'tpu'"},
@@ -449,7 +450,7 @@ TEST_CASE("hostile names and answers come back escaped, never raw into the termi
   CHECK(lab.code == 2);
   CHECK(has(lab.err, "no lab named '\\x1b[2J\\x1b[Hpwned'"));
   CHECK(inert(lab.err));
-  const auto prompt = run("quiz --quick --device cpu --only 3", "\x1b[2J\nc\n");
+  const auto prompt = run("quiz --quick --device cpu --file-order --only 3", "\x1b[2J\nc\n");
   CHECK(has(prompt.out, "got '\\x1b[2J'."));
   CHECK(inert(prompt.out));
   const auto option = run("\"$(printf \"--\\033[2J\")\"");
@@ -640,7 +641,7 @@ class Terminal {
 }  // namespace
 
 TEST_CASE("at a terminal the walk pauses after each explanation: Enter goes on to the next lab") {
-  Terminal t("quiz --quick --device cpu --only 3,8");
+  Terminal t("quiz --quick --device cpu --file-order --only 3,8");
   REQUIRE(t.expect("Your answer"));
   t.type("c\n");
   REQUIRE(t.expect("Why: "));
@@ -658,7 +659,7 @@ TEST_CASE("at a terminal the walk pauses after each explanation: Enter goes on t
 }
 
 TEST_CASE("at a terminal, q at the pause ends the walk with its summary") {
-  Terminal t("quiz --quick --device cpu --only 3,8");
+  Terminal t("quiz --quick --device cpu --file-order --only 3,8");
   REQUIRE(t.expect("Your answer"));
   t.type("c\n");
   REQUIRE(t.expect("Enter next question · "));
@@ -931,8 +932,8 @@ TEST_CASE(
       fs::remove(labs.folder.path / "lab03_number_formats");
     else
       labs.replace("lab03_number_formats", c.body);
-    const auto r =
-        quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--answers", "cd"});
+    const auto r = quiz_with(
+        {labs.env()}, {"--quick", "--device", "cpu", "--only", "3,8", "--file-order", "--answers", "cd"});
     CHECK(r.code == 3);                              // a lab failed to run
     CHECK(has(squeeze(r.out), squeeze(c.message)));  // wrapped at the width
     CHECK(count(r.out, "The lab failed") == 1);
@@ -955,13 +956,13 @@ TEST_CASE(
   std::ofstream(status.path / "log") << "/path/to/build-ahead.log\n";
   std::ofstream(status.path / "lab08_autocast_policy.failed") << "/path/to/build-ahead.log\n";
   // A stand-in builder: alive until killed; lab 03's build "ends" after 1.5 s.
-  const int code =
-      sh("sleep 60 & echo $! > " + d + "/builder.pid; (sleep 1.5; ln -s " +
-         q(labs.real("lab03_number_formats")) + " " + labs.folder.path.string() +
-         "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
-         "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " +
-         q(AMP_LAB_BINARY_DIR "/bin/amp-lab") + " quiz --quick --device cpu --only 3,8 --answers cd > " + d +
-         "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
+  const int code = sh("sleep 60 & echo $! > " + d + "/builder.pid; (sleep 1.5; ln -s " +
+                      q(labs.real("lab03_number_formats")) + " " + labs.folder.path.string() +
+                      "/lab03_number_formats; touch " + d + "/lab03_number_formats.ok) & " +
+                      "NO_COLOR=1 AMP_LAB_BUILD_AHEAD=" + d + " " + labs.env() + " " +
+                      q(AMP_LAB_BINARY_DIR "/bin/amp-lab") +
+                      " quiz --quick --device cpu --only 3,8 --file-order --answers cd > " + d +
+                      "/out 2>&1; " + "rc=$?; kill $(cat " + d + "/builder.pid); exit $rc");
   const std::string out = slurp(status.path / "out");
   CHECK(code == 3);
   CHECK(has(out, "70000"));  // lab 03 ran once built
@@ -975,7 +976,7 @@ TEST_CASE(
     "on a terminal a slow lab shows a live line that is erased before its report, and a pipe never sees it") {
   FakeLabs labs;
   labs.replace("lab03_number_formats", "sleep 1.5; exec " + q(labs.real("lab03_number_formats")) + " \"$@\"");
-  Terminal t("quiz --quick --device cpu --only 3 --answers c", labs.env());
+  Terminal t("quiz --quick --device cpu --only 3 --file-order --answers c", labs.env());
   REQUIRE(t.expect("running lab 03 number-formats... "));
   REQUIRE(t.expect("Score: 1/1 right"));
   t.wait_exit();
@@ -984,7 +985,8 @@ TEST_CASE(
   const size_t erased = screen.find("\r          ", live);  // spaces over it, from the line's start
   CHECK(erased != std::string::npos);
   CHECK(erased < screen.find("== bf16 and fp16"));  // before the report
-  const auto piped = quiz_with({labs.env()}, {"--quick", "--device", "cpu", "--only", "3", "--answers", "c"});
+  const auto piped = quiz_with(
+      {labs.env()}, {"--quick", "--device", "cpu", "--only", "3", "--file-order", "--answers", "c"});
   CHECK(piped.code == 0);
   CHECK_FALSE(has(piped.out, "running lab"));
   CHECK_FALSE(has(piped.out, "\r"));
@@ -1115,9 +1117,10 @@ TEST_CASE(
     const std::string f = (dir.path / "walk.json").string(), bin = AMP_LAB_BINARY_DIR "/bin/amp-lab";
     // Waited for by process id: `wait %2` fails with "no such job" (127) when that walk ended first.
     const int code =
-        sh("'" + bin + "' quiz --quick --device cpu --only 3,8 --answers cd --json " + f +
-           " >/dev/null 2>&1 & a=$!; '" + bin + "' quiz --quick --device cpu --only 6 --answers a --json " +
-           f + " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
+        sh("'" + bin + "' quiz --quick --device cpu --only 3,8 --file-order --answers cd --json " + f +
+           " >/dev/null 2>&1 & a=$!; '" + bin +
+           "' quiz --quick --device cpu --only 6 --file-order --answers a --json " + f +
+           " >/dev/null 2>&1 & b=$!; wait $a && wait $b");
     CHECK(code == 0);
     const auto j = nlohmann::json::parse(slurp(f));  // throws (fails the test) on a mix of the two
     std::vector<int> numbers;
@@ -1136,7 +1139,7 @@ TEST_CASE("--json naming a file the walk reads is refused before any lab runs, h
   fs::create_symlink(quiz, dir.path / "link.json");
   fs::create_hard_link(quiz, dir.path / "hard.json");
   const std::string d = dir.path.string(), bin = "'" AMP_LAB_BINARY_DIR "/bin/amp-lab'";
-  const std::string walk = " quiz --quick --device cpu --only 3 --answers c";
+  const std::string walk = " quiz --quick --device cpu --only 3 --file-order --answers c";
   const std::string cases[] = {
       bin + walk + " --quiz q.yaml --json q.yaml",
       bin + walk + " --quiz q.yaml --json ./q.yaml",
@@ -1174,7 +1177,8 @@ TEST_CASE(
     for (const std::string& target : {std::string("''"), q((state / "progress.json").string()),
                                       q((state / "progress.json.lock").string()),
                                       q((state / ".." / "amp-lab" / "progress.json").string())}) {
-      for (const char* answers : {" --answers c", ""}) {  // a walk that saves answers and one that does not
+      for (const char* answers :
+           {" --file-order --answers c", ""}) {  // a walk that saves answers and one that does not
         CAPTURE(there);
         CAPTURE(target);
         CAPTURE(answers);
@@ -1368,7 +1372,7 @@ TEST_CASE(
     REQUIRE(fp16_labs.back() != nullptr);
     only += (only.empty() ? "" : ",") + std::to_string(n);
   }
-  const auto r = run("quiz --track all --quick --device cpu --only " + only + " --answers " +
+  const auto r = run("quiz --track all --quick --device cpu --only " + only + " --file-order --answers " +
                      std::string(fp16_labs.size(), 's'));
   REQUIRE(r.code == 0);
   const size_t banner = r.out.find("\ndevice ");
@@ -1381,7 +1385,7 @@ TEST_CASE(
     REQUIRE(at != std::string::npos);
     CHECK(r.out.find("\ndevice cpu · fp16 · seed 0", at) < r.out.find("━━", at + decl->folder().size() + 9));
   }
-  const auto formats = run("quiz --quick --device cpu --only 3 --answers c");
+  const auto formats = run("quiz --quick --device cpu --only 3 --file-order --answers c");
   CHECK(has(formats.out, "labs/03_number_formats/ ━━"));
   CHECK(has(formats.out, "\ndevice cpu · fp16 and bf16 · seed 0 · quick mode · measured in "));
 }
@@ -1427,8 +1431,8 @@ TEST_CASE(
 TEST_CASE(
     "the summary shows no answer of a question not answered, and ends with the commands that retry and go "
     "on") {
-  const auto r =
-      run("quiz --quick --device cpu --only 3,4,8", "b\ns\n");  // wrong, skipped, then end of input
+  const auto r = run("quiz --quick --device cpu --file-order --only 3,4,8",
+                     "b\ns\n");  // wrong, skipped, then end of input
   REQUIRE(has(r.out, "Stopped (end of input)."));
   const std::string summary = r.out.substr(r.out.find("Summary"));
   const auto row = [&](const std::string& start) {
@@ -1450,10 +1454,11 @@ TEST_CASE(
   for (int n : {3, 4})
     for (const auto& q : project_quiz().questions)
       if (q.number == n) right += static_cast<char>('a' + q.answer);
-  const auto retry = run("quiz --quick --device cpu --only 3,4 --answers " + right);
+  const auto retry = run("quiz --quick --device cpu --only 3,4 --file-order --answers " + right);
   CHECK(has(retry.out, "Score: 2/2 right"));
   const fs::path two = two_track_quiz();
-  const auto other = run("quiz --quick --device cpu --quiz " + two.string() + " --track other --answers a");
+  const auto other =
+      run("quiz --quick --device cpu --quiz " + two.string() + " --track other --file-order --answers a");
   CHECK(has(squeeze(other.out), "Retry the one you missed or skipped: amp-lab quiz --track other --quiz " +
                                     two.string() + " --only 2 "));  // wrapped at the width when long
   fs::remove(two);
@@ -1466,15 +1471,16 @@ TEST_CASE(
   const fs::path saved = state_home.path / "amp-lab" / "progress.json";
   fs::remove(saved);
   const auto first =
-      run("quiz --quick --device cpu --only 3,4", "b\nh\ns\n");  // Q3 wrong; Q4 a hint, skipped
+      run("quiz --quick --device cpu --file-order --only 3,4", "b\nh\ns\n");  // Q3 wrong; Q4 a hint, skipped
   REQUIRE(first.code == 0);
   REQUIRE(fs::exists(saved));
   const auto j = nlohmann::json::parse(slurp(saved));
   const auto& core = j["quiz"][project_quiz().tracks.front().id]["questions"];
-  CHECK(core["3"]["outcome"] == "wrong");
-  CHECK(core["3"]["answer"] == "b");
-  CHECK(core["4"]["outcome"] == "skipped");
-  CHECK(core["4"]["hints"] == 1);
+  CHECK(core["3"]["attempts"][0]["outcome"] == "wrong");
+  CHECK(core["3"]["attempts"][0]["answer"] == "b");
+  CHECK(core["3"]["attempts"][0]["order"] == "abcd");  // --file-order
+  CHECK(core["4"]["attempts"][0]["outcome"] == "skipped");
+  CHECK(core["4"]["attempts"][0]["hints"] == 1);
   const auto progress = run("progress");
   CHECK(progress.code == 0);
   CHECK(has(progress.out, "b (wrong)"));
@@ -1483,11 +1489,11 @@ TEST_CASE(
   CHECK(has(resume.out, "Q" + std::to_string(default_track().questions.front().number) + ". "));
   CHECK_FALSE(has(resume.out, "Q3. "));
   // --retry: exactly the ones last answered wrong or skipped.
-  const auto retry = run("quiz --quick --device cpu --retry", "c\nq\n");
+  const auto retry = run("quiz --quick --device cpu --file-order --retry", "c\nq\n");
   CHECK(has(retry.out, "Q3. "));
   CHECK(has(retry.out, "Right!"));
   const auto after = nlohmann::json::parse(slurp(saved));
-  CHECK(after["quiz"][project_quiz().tracks.front().id]["questions"]["3"]["attempts"] == 2);
+  CHECK(after["quiz"][project_quiz().tracks.front().id]["questions"]["3"]["attempts"].size() == 2);
   const auto reset = run("quiz --reset");
   CHECK(reset.code == 0);
   CHECK(has(reset.out, "forgotten"));
@@ -1500,7 +1506,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a term is glossed the first time the walk shows it, once, and amp-lab glossary lists the terms") {
-  const auto r = run("quiz --quick --device cpu --only 2,7 --answers ss");
+  const auto r = run("quiz --quick --device cpu --only 2,7 --file-order --answers ss");
   REQUIRE(r.code == 0);
   // Lab 02 shows them first; lab 07 does not gloss them again (its report has a "GradScaler: ..." row).
   CHECK(count(r.out, "  subnormal: a nonzero") == 1);
@@ -1513,11 +1519,12 @@ TEST_CASE("a term is glossed the first time the walk shows it, once, and amp-lab
 TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 and at 120") {
   for (const char* columns : {"80", "120"}) {
     CAPTURE(columns);
-    const auto r = run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --answers abcd"),
-                       "", "amp-lab", std::string("COLUMNS=") + columns);
+    const auto r =
+        run(std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --file-order --answers abcd"),
+            "", "amp-lab", std::string("COLUMNS=") + columns);
     // Typed answers: the summary then also says where the progress was saved.
-    const auto typed =
-        run("quiz --quick --device cpu --only 1", "a\n", "amp-lab", std::string("COLUMNS=") + columns);
+    const auto typed = run("quiz --quick --device cpu --file-order --only 1", "a\n", "amp-lab",
+                           std::string("COLUMNS=") + columns);
     REQUIRE(r.code == 0);
     REQUIRE(typed.code == 0);
     REQUIRE(has(typed.out, "Progress saved in"));
@@ -1533,8 +1540,8 @@ TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 
 
 TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner, lab and glosses included") {
   const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
-  const auto r =
-      run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'));
+  const auto r = run("quiz --quick --device cpu --track all --file-order --answers " +
+                     std::string(all.questions.size(), 's'));
   REQUIRE(r.code == 0);
   size_t from = 0, i = 0;  // each question's screen: from its banner to its own prompt, the prompt left out
   for (const auto& q : all.questions) {
@@ -1556,9 +1563,9 @@ TEST_CASE("nothing the walk prints before a prompt gives its answer away, banner
 
 TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits the terminal's 40 rows") {
   const auto all = runner::select_track(project_quiz(), runner::kAllTracks);
-  const auto r =
-      run("quiz --quick --device cpu --track all --answers " + std::string(all.questions.size(), 's'), "",
-          "amp-lab", "COLUMNS=80 LINES=40");
+  const auto r = run("quiz --quick --device cpu --track all --file-order --answers " +
+                         std::string(all.questions.size(), 's'),
+                     "", "amp-lab", "COLUMNS=80 LINES=40");
   REQUIRE(r.code == 0);
   size_t from = 0, i = 0;
   for (const auto& q : all.questions) {

@@ -249,7 +249,7 @@ TEST_CASE("what the quiz shows before the question does not give the answer away
   const std::string letter(1, static_cast<char>('a' + q->answer));
   const ProcessResult walk =
       run_process({AMP_LAB_BINARY_DIR "/bin/amp-lab", "quiz", "--track", "all", "--only",
-                   std::to_string(decl.number), "--answers", letter, "--no-color"},
+                   std::to_string(decl.number), "--file-order", "--answers", letter, "--no-color"},
                   /*timeout_s=*/300);
   REQUIRE_FALSE(walk.timed_out);
   const size_t prompt_at = walk.out.find(fmt::format("\nQ{}. ", q->number));

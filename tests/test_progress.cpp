@@ -26,6 +26,7 @@
 #include "lab/text.h"
 #include "runner/progress.h"
 #include "runner/quiz.h"
+#include "runner/quiz_order.h"
 
 namespace fs = std::filesystem;
 
@@ -165,7 +166,7 @@ TEST_CASE("the progress folder is XDG_STATE_HOME's amp-lab, else ~/.local/state/
     ::unsetenv("HOME");
 }
 
-TEST_CASE("answers are recorded per track and read back, attempts counted, the file one JSON of version 1") {
+TEST_CASE("answers are recorded per track and read back, attempts counted, the file one JSON of version 2") {
   Scratch s;
   Warnings w;
   runner::ProgressStore store(s.state(), w.sink());
@@ -193,8 +194,10 @@ TEST_CASE("answers are recorded per track and read back, attempts counted, the f
   CHECK(core.at(1).at.size() == 20);  // "2026-11-30T08:03:12Z"
 
   const auto j = nlohmann::json::parse(slurp(store.file()));
-  CHECK(j["version"] == 1);
-  CHECK(j["quiz"]["core"]["questions"]["2"]["outcome"] == "right");
+  CHECK(j["version"] == 2);
+  CHECK(j["quiz"]["core"]["questions"]["2"]["attempts"].size() == 2);
+  CHECK(j["quiz"]["core"]["questions"]["2"]["attempts"][0]["outcome"] == "wrong");  // the first kept
+  CHECK(j["quiz"]["core"]["questions"]["2"]["attempts"][1]["outcome"] == "right");
   CHECK(j["exercises"].is_object());
   // The folder is the learner's own.
   CHECK((fs::status(s.state()).permissions() & fs::perms::all) == fs::perms::owner_all);
@@ -279,7 +282,9 @@ TEST_CASE("a file that is not amp-lab's progress is set aside with one warning, 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"not JSON", "{\"version\": 1, \"quiz\": {"},
       {"no version and quiz", R"({"theme": "dark"})"},
-      {"version", R"({"version": 2, "quiz": {}})"},
+      {"version", R"({"version": 3, "quiz": {}})"},  // a later amp-lab's: not ours to rewrite
+      {"attempts", R"({"version": 2, "quiz": {"core": {"questions": {"1": {"id": "q1", "attempts": []}}}}})"},
+      {"order_seed", R"({"version": 2, "learner": {"order_seed": -4}, "quiz": {}})"},
       {"question number", R"({"version": 1, "quiz": {"core": {"questions": {"x": {}}}}})"},
       {"outcome or answer", R"({"version": 1, "quiz": {"core": {"questions": {"1":
           {"id": "q1", "outcome": "maybe", "hints": 0, "at": "t"}}}}})"},
@@ -484,9 +489,8 @@ TEST_CASE(
   const runner::Quiz full = quiz();
   store.record(full.questions[0], runner::Outcome::Right, 'b', 1);
   store.record(full.questions[1], runner::Outcome::Wrong, 'c', 0);
-  store.update([](runner::Progress& p) {
-    p.exercises["06"] = {{"status", "done"}, {"at", "2026-11-30T09:00:00Z"}};
-  });
+  store.update(
+      [](runner::Progress& p) { p.exercises["06"] = {{"status", "done"}, {"at", "2026-11-30T09:00:00Z"}}; });
   std::ostringstream out;
   runner::print_progress(out, store.load(), full, store.file(), 80);
   const std::string text = out.str();
@@ -494,6 +498,7 @@ TEST_CASE(
   CHECK(text.find("saved in " + store.file().string()) != std::string::npos);
   CHECK(text.find("Core: 2 of 3 answered: 1 right, 1 wrong, 0 skipped; 1 hint used") != std::string::npos);
   CHECK(text.find("b (right)") != std::string::npos);
+  CHECK(text.find("score: first try 1/3 right, latest 1/3 right") != std::string::npos);
   CHECK(text.find("c (wrong)") != std::string::npos);
   // Question 3 was not answered: a dash, not its answer.
   const size_t q3 = text.find("\n    3  q3");
@@ -507,4 +512,135 @@ TEST_CASE(
   CHECK(text.find("06: done (2026-11-30 09:00 UTC)") != std::string::npos);
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) CHECK(lab::display_width(line) <= 80);
+}
+
+TEST_CASE(
+    "every attempt is kept: a walk of --track all after a practice walk adds to it, and replaces nothing") {
+  Scratch s;
+  runner::ProgressStore store(s.state(), [](const std::string&) {});
+  const runner::Quiz full = quiz();
+  const auto attempt = [](runner::Outcome outcome, char answer, char shown, const char* order, int hints,
+                          const char* walk) {
+    runner::Attempt a;
+    a.outcome = outcome;
+    a.answer = answer;
+    a.shown = shown;
+    a.order = order;
+    a.hints = hints;
+    a.seconds = 12;
+    a.walk = walk;
+    return a;
+  };
+  // The practice walk: q4 (track extra) right with one hint, shown at c in the order "dabc".
+  REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Right, 'b', 'c', "dabc", 1, "extra")));
+  // Then --track all, answered blind: wrong, then skipped.
+  REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Wrong, 'a', 'b', "cadb", 0, "all")));
+  REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Skipped, 'd', 'a', "dcba", 0, "all")));
+  const runner::Progress p = store.load();
+  const runner::QuestionRecord& r = p.quiz.at("extra").at(4);
+  REQUIRE(r.history.size() == 3);
+  CHECK(r.attempts == 3);
+  REQUIRE(r.first_try() != nullptr);
+  CHECK(r.first_try()->outcome == runner::Outcome::Right);
+  CHECK(r.first_try()->answer == 'b');
+  CHECK(r.first_try()->shown == 'c');
+  CHECK(r.first_try()->order == "dabc");
+  CHECK(r.first_try()->hints == 1);
+  CHECK(r.first_try()->seconds == 12);
+  CHECK(r.first_try()->walk == "extra");
+  CHECK(r.history[1].walk == "all");
+  CHECK(r.outcome == runner::Outcome::Skipped);  // the latest
+  CHECK(r.history[2].answer == 0);               // a skip chose nothing, whatever was passed
+  CHECK(r.history[2].shown == 0);
+  // --retry asks what the latest attempt missed: q4 now, although its first try was right.
+  CHECK(runner::retry_questions(p, full) == std::vector<int>{4});
+  REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Right, 'b', 'd', "acdb", 0, "all")));
+  CHECK(runner::retry_questions(store.load(), full).empty());
+  // A prompt left open for two months: the time is kept at its cap, and the file still reads back.
+  runner::Attempt slow = attempt(runner::Outcome::Wrong, 'a', 'a', "abcd", 0, "all");
+  slow.seconds = 5'000'000;
+  REQUIRE(store.record(full.questions[3], slow));
+  CHECK(store.load().quiz.at("extra").at(4).history.back().seconds == 1'000'000);
+  REQUIRE(store.record(full.questions[3], attempt(runner::Outcome::Right, 'b', 'a', "bcda", 0, "all")));
+  // amp-lab progress: the first try and the latest, side by side, and the score of each.
+  store.record(full.questions[0], attempt(runner::Outcome::Wrong, 'a', 'a', "abcd", 0, "core"));
+  store.record(full.questions[0], attempt(runner::Outcome::Right, 'b', 'c', "dcba", 2, "core"));
+  std::ostringstream out;
+  runner::print_progress(out, store.load(), full, store.file(), 100);
+  const std::string text = out.str();
+  INFO(text);
+  CHECK(text.find("score: first try 0/3 right, latest 1/3 right") != std::string::npos);
+  CHECK(text.find("score: first try 1/1 right, latest 1/1 right") != std::string::npos);
+  const size_t q1 = text.find("\n    1  q1");
+  REQUIRE(q1 != std::string::npos);
+  const std::string row = text.substr(q1 + 1, text.find('\n', q1 + 1) - q1 - 1);
+  CHECK(row.find("a (wrong)") < row.find("c (right)"));  // the first try, then the latest, as shown
+}
+
+TEST_CASE("a version-1 file loads, each record its question's latest attempt, and is kept as it was") {
+  Scratch s;
+  Warnings w;
+  const std::string v1 =
+      R"({"version": 1, "quiz": {"core": {"questions": {"1": {"id": "q1", "outcome": "wrong", "answer": "a",
+          "hints": 2, "attempts": 3, "at": "2026-11-30T08:03:12Z"}, "2": {"id": "q2", "outcome": "right",
+          "answer": "b", "hints": 0, "at": "2026-11-30T08:04:00Z"}}}}, "exercises": {"06": {"status": "done"}},
+          "theme": "dark"})";
+  put(s.state() / "progress.json", v1);
+  runner::ProgressStore store(s.state(), w.sink());
+  const runner::Progress p = store.load();
+  CHECK(p.version == 1);
+  const runner::QuestionRecord& q1 = p.quiz.at("core").at(1);
+  CHECK(q1.outcome == runner::Outcome::Wrong);
+  CHECK(q1.answer == 'a');
+  CHECK(q1.hints == 2);
+  CHECK(q1.attempts == 3);           // as the file counted them
+  REQUIRE(q1.history.size() == 1);   // the one it kept
+  CHECK(q1.unrecorded == 2);         // the two before it, counted, their details never saved
+  CHECK(q1.first_try() == nullptr);  // so its first try is not known
+  CHECK(q1.history[0].at == "2026-11-30T08:03:12Z");
+  const runner::QuestionRecord& q2 = p.quiz.at("core").at(2);
+  REQUIRE(q2.first_try() != nullptr);  // one attempt, and no other before it: the first try
+  CHECK(q2.first_try()->outcome == runner::Outcome::Right);
+  CHECK(slurp(store.file()) == v1);  // loading changes nothing
+
+  // The first save writes version 2 and keeps the version-1 file byte for byte beside it.
+  REQUIRE(store.record(quiz().questions[0], runner::Outcome::Right, 'b', 0));
+  CHECK(w.lines.empty());
+  CHECK(slurp(s.state() / "progress.json.version-1") == v1);
+  const auto j = nlohmann::json::parse(slurp(store.file()));
+  CHECK(j["version"] == 2);
+  CHECK(j["quiz"]["core"]["questions"]["1"]["unrecorded"] == 2);
+  CHECK(j["quiz"]["core"]["questions"]["1"]["attempts"].size() == 2);
+  CHECK(j["quiz"]["core"]["questions"]["1"]["attempts"][0]["answer"] == "a");
+  CHECK(j["quiz"]["core"]["questions"]["2"]["attempts"][0]["outcome"] == "right");
+  CHECK(j["exercises"]["06"]["status"] == "done");
+  CHECK(j["theme"] == "dark");
+  const runner::Progress after = store.load();
+  CHECK(after.quiz.at("core").at(1).attempts == 4);
+  CHECK(after.quiz.at("core").at(1).outcome == runner::Outcome::Right);
+  // A later save leaves the copy as it is.
+  REQUIRE(store.record(quiz().questions[1], runner::Outcome::Wrong, 'c', 0));
+  CHECK(slurp(s.state() / "progress.json.version-1") == v1);
+}
+
+TEST_CASE("the learner's order seed is saved with the first answer saved, and kept by every later one") {
+  Scratch s;
+  runner::ProgressStore store(s.state(), [](const std::string&) {});
+  const runner::Quiz full = quiz();
+  const std::uint64_t seed = runner::new_learner_seed();
+  CHECK(seed <= runner::kMaxLearnerSeed);
+  runner::Attempt a;
+  a.outcome = runner::Outcome::Right;
+  a.answer = 'b';
+  REQUIRE(store.record(full.questions[0], a, seed));
+  CHECK(store.load().order_seed == seed);
+  // A later walk's seed (one drawn before the first save was seen) does not replace it.
+  REQUIRE(store.record(full.questions[1], a, seed + 1));
+  REQUIRE(store.record(full.questions[2], a));  // --order-seed or --file-order: no learner's seed given
+  runner::ProgressStore again(s.state(), [](const std::string&) {});
+  CHECK(again.load().order_seed == seed);
+  const auto j = nlohmann::json::parse(slurp(store.file()));
+  CHECK(j["learner"]["order_seed"].get<std::uint64_t>() == seed);
+  // Two draws for two learners differ.
+  CHECK(runner::new_learner_seed() != runner::new_learner_seed());
 }

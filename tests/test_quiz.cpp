@@ -3,20 +3,30 @@
 // column, and the field.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include <sys/stat.h>
 
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "amp_lab_paths.h"
 #include "runner/exercise_table.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
+#include "runner/quiz_order.h"
 
 namespace {
 
@@ -388,7 +398,9 @@ TEST_CASE("quiz.yaml's core track, the default, starts with the seed's questions
   }
 }
 
-TEST_CASE("every question in quiz.yaml explains each wrong option, and no hint gives a letter away") {
+TEST_CASE(
+    "every question in quiz.yaml explains each wrong option, and no hint, explanation or why_not names a "
+    "letter") {
   const YAML::Node questions = YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml")["questions"];
   // As many as the file writes out ("  - id:" under questions:), so none is skipped unseen.
   std::ifstream file(AMP_LAB_SOURCE_DIR "/quiz.yaml");
@@ -417,6 +429,14 @@ TEST_CASE("every question in quiz.yaml explains each wrong option, and no hint g
     CHECK(q["explanation"].as<std::string>().size() >= 80);
     const std::string hint = q["hint"].as<std::string>();
     CHECK_FALSE(std::regex_search(hint, letter_re));
+    // The options are shown in an order drawn per learner: a letter in the text would name the wrong one.
+    const std::regex option_word(R"(\boptions? [a-dA-D]\b)");
+    CHECK_FALSE(std::regex_search(q["explanation"].as<std::string>(), letter_re));
+    CHECK_FALSE(std::regex_search(q["explanation"].as<std::string>(), option_word));
+    for (const auto& entry : q["why_not"]) {
+      CHECK_FALSE(std::regex_search(entry.second.as<std::string>(), letter_re));
+      CHECK_FALSE(std::regex_search(entry.second.as<std::string>(), option_word));
+    }
     for (const auto& option : q["options"]) CHECK(hint.find(option.as<std::string>()) == std::string::npos);
   }
 }
@@ -694,4 +714,261 @@ TEST_CASE("exercises.yaml gets the quiz file's hardening, and a missing one is o
       runner::load_exercises("/nonexistent/exercises.yaml", fake_labs),
       "/nonexistent/exercises.yaml: cannot read the exercises file: No such file or directory",
       runner::DataError);
+}
+
+namespace {
+
+struct FileQuestion {
+  std::string id;
+  std::vector<std::string> options;
+  int answer;
+};
+
+// quiz.yaml's questions as the file writes them: ids, options in file order, the key's index.
+std::vector<FileQuestion> project_questions() {
+  std::vector<FileQuestion> out;
+  for (const auto& q : YAML::LoadFile(AMP_LAB_SOURCE_DIR "/quiz.yaml")["questions"])
+    out.push_back({q["id"].as<std::string>(), q["options"].as<std::vector<std::string>>(),
+                   q["answer"].as<std::string>()[0] - 'a'});
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("for 1,000 learners the key of every question is shown at a, b, c and d, each 20-30% of them") {
+  constexpr int kLearners = 1000;
+  for (const auto& q : project_questions()) {
+    CAPTURE(q.id);
+    std::array<int, 4> at{};
+    for (std::uint64_t seed = 0; seed < kLearners; ++seed) {
+      const runner::OptionOrder order = runner::draw_order(seed * 7919 + 1, q.id, /*attempt=*/1, 4);
+      REQUIRE(runner::parse_order(runner::order_letters(order), 4) == order);  // a permutation
+      ++at[static_cast<size_t>(runner::shown_at(order, q.answer))];
+    }
+    for (size_t k = 0; k < 4; ++k) {
+      CAPTURE(k);
+      CHECK(at[k] >= kLearners / 5);
+      CHECK(at[k] <= kLearners * 3 / 10);
+    }
+  }
+  // And per attempt: one learner's first 1,000 attempts at a question move its key as much.
+  const FileQuestion q = project_questions().at(8);
+  std::array<int, 4> at{};
+  for (int attempt = 1; attempt <= kLearners; ++attempt)
+    ++at[static_cast<size_t>(runner::shown_at(runner::draw_order(42, q.id, attempt, 4), q.answer))];
+  for (const int n : at) CHECK((n >= kLearners / 5 && n <= kLearners * 3 / 10));
+}
+
+TEST_CASE("across the project's own questions (Q9-Q17) the key is the longest option in at most 3 of 9") {
+  const auto questions = project_questions();
+  REQUIRE(questions.size() >= 17);
+  int key_longest = 0;
+  for (size_t i = 8; i < 17; ++i) {
+    const FileQuestion& q = questions[i];
+    CAPTURE(q.id);
+    size_t longest_other = 0;
+    for (size_t k = 0; k < q.options.size(); ++k)
+      if (static_cast<int>(k) != q.answer) longest_other = std::max(longest_other, q.options[k].size());
+    key_longest += q.options[static_cast<size_t>(q.answer)].size() >= longest_other;
+    // No distractor much shorter than the key: a third shorter is a tell.
+    for (size_t k = 0; k < q.options.size(); ++k)
+      CHECK(q.options[k].size() * 4 >= q.options[static_cast<size_t>(q.answer)].size() * 3);
+  }
+  CHECK(key_longest <= 3);
+}
+
+TEST_CASE(
+    "the order drawn is a function of the learner's seed, the question and the attempt, and of nothing "
+    "else") {
+  const runner::OptionOrder first = runner::draw_order(3141592653, "fp16-overflow-op", 1, 4);
+  CHECK(runner::draw_order(3141592653, "fp16-overflow-op", 1, 4) == first);  // reproducible
+  // The file order is the identity; letters round-trip; a non-permutation is refused.
+  CHECK(runner::file_order(4) == runner::OptionOrder{0, 1, 2, 3});
+  CHECK(runner::order_letters(runner::file_order(4)) == "abcd");
+  CHECK(runner::parse_order("dbca", 4) == runner::OptionOrder{3, 1, 2, 0});
+  CHECK_FALSE(runner::parse_order("dbcd", 4).has_value());
+  CHECK_FALSE(runner::parse_order("abc", 4).has_value());
+  CHECK_FALSE(runner::parse_order("abce", 4).has_value());
+  CHECK(runner::shown_at(runner::OptionOrder{3, 1, 2, 0}, 0) == 3);
+  // Over 24 attempts, or 24 questions, or 24 learners, the orders differ (not one order repeated).
+  std::set<std::string> by_attempt, by_question, by_seed;
+  for (int k = 1; k <= 24; ++k) {
+    by_attempt.insert(runner::order_letters(runner::draw_order(3141592653, "fp16-overflow-op", k, 4)));
+    by_question.insert(runner::order_letters(runner::draw_order(3141592653, "q" + std::to_string(k), 1, 4)));
+    by_seed.insert(
+        runner::order_letters(runner::draw_order(static_cast<std::uint64_t>(k), "fp16-overflow-op", 1, 4)));
+  }
+  CHECK(by_attempt.size() >= 8);
+  CHECK(by_question.size() >= 8);
+  CHECK(by_seed.size() >= 8);
+}
+
+namespace {
+
+// amp-lab itself, run by the shell with `env` added, stdin from `input` (a file) or /dev/null; returns its
+// standard output, and its exit code in `code`.
+std::string amp_lab(const std::string& env, const std::string& args, const std::string& input, int* code) {
+  const std::filesystem::path out =
+      std::filesystem::temp_directory_path() / ("amp_lab_quiz_out_" + std::to_string(::getpid()) + ".txt");
+  const std::string command = "env " + env + " '" AMP_LAB_BINARY_DIR "/bin/amp-lab' quiz " + args + " < " +
+                              (input.empty() ? std::string("/dev/null") : "'" + input + "'") + " > '" +
+                              out.string() + "' 2>&1";
+  const int status = std::system(command.c_str());
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::filesystem::remove(out);
+  return text.str();
+}
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+// A home of its own: the progress saved there, no lab built (each question says its lab was not built, and
+// is asked all the same).
+struct Home {
+  std::filesystem::path dir;
+  Home() {
+    dir = std::filesystem::temp_directory_path() / ("amp_lab_quiz_home_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "labs");
+  }
+  ~Home() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string env() const {
+    return "HOME='" + dir.string() + "' XDG_STATE_HOME='" + (dir / "state").string() + "' AMP_LAB_LAB_DIR='" +
+           (dir / "labs").string() + "' NO_COLOR=1 AMP_LAB_QUIZ=";
+  }
+  std::filesystem::path state() const { return dir / "state" / "amp-lab"; }
+};
+
+}  // namespace
+
+TEST_CASE("--answers and --json name options as shown and by id, and each round-trips through the other") {
+  Home home;
+  int code = 0;
+  const std::string walk = "--track all --only 9,12,17 --order-seed 2718 --device cpu --quick";
+  const std::string shown_json = (home.dir / "shown.json").string();
+  const std::string out = amp_lab(home.env(), walk + " --answers abc --json '" + shown_json + "'", "", &code);
+  INFO(out);
+  const nlohmann::json shown = read_json(shown_json);
+  CHECK(shown["order"] == "drawn");
+  CHECK(shown["order_seed"] == 2718);
+  REQUIRE(shown["questions"].size() == 3);
+  const auto questions = project_questions();
+  std::string ids;
+  for (size_t k = 0; k < 3; ++k) {
+    const auto& q = shown["questions"][k];
+    CAPTURE(q.dump());
+    const FileQuestion& file = questions.at(static_cast<size_t>(q["number"].get<int>() - 1));
+    // The order is the one drawn for this seed, question and first attempt.
+    CHECK(q["order"] == runner::order_letters(runner::draw_order(2718, file.id, 1, 4)));
+    CHECK(q["attempt"] == 1);
+    const std::string order = q["order"];
+    CHECK(q["answer"] == std::string(1, "abc"[k]));     // as typed: the letter shown
+    CHECK(q["answer_id"] == std::string(1, order[k]));  // the option shown there
+    CHECK(q["correct_id"] == std::string(1, static_cast<char>('a' + file.answer)));
+    const char correct = static_cast<char>('a' + order.find(static_cast<char>('a' + file.answer)));
+    CHECK(q["correct"] == std::string(1, correct));
+    // The screen says the letters shown: the answer line, and the "Not x)" of the learner's option.
+    const std::string key_text = file.options[static_cast<size_t>(file.answer)];
+    CHECK(out.find(std::string("The answer is ") + correct + ") " + key_text.substr(0, 20)) !=
+          std::string::npos);
+    if (q["answer_id"] != q["correct_id"]) {
+      const std::string mine = file.options[static_cast<size_t>(order[k] - 'a')];
+      CHECK(out.find(std::string("Not ") + "abc"[k] + ") " + mine.substr(0, 20)) != std::string::npos);
+    }
+    ids += q["answer_id"].get<std::string>();
+  }
+  // The same answers by id give the same letters shown.
+  const std::string by_id_json = (home.dir / "by_id.json").string();
+  amp_lab(home.env(), walk + " --answer-ids " + ids + " --json '" + by_id_json + "'", "", &code);
+  const nlohmann::json by_id = read_json(by_id_json);
+  for (size_t k = 0; k < 3; ++k) {
+    CHECK(by_id["questions"][k]["answer"] == shown["questions"][k]["answer"]);
+    CHECK(by_id["questions"][k]["answer_id"] == shown["questions"][k]["answer_id"]);
+    CHECK(by_id["questions"][k]["order"] == shown["questions"][k]["order"]);
+  }
+  // Bad usage is one line each.
+  CHECK(amp_lab(home.env(), walk + " --answers abc --answer-ids abc", "", &code).find("do not go together") !=
+        std::string::npos);
+  CHECK(code == 2);
+  CHECK(amp_lab(home.env(), walk + " --order-seed x1 --answers abc", "", &code).find("--order-seed: 'x1'") !=
+        std::string::npos);
+  CHECK(code == 2);
+}
+
+TEST_CASE("--file-order shows quiz.yaml's order, and its letters are the ids") {
+  Home home;
+  int code = 0;
+  const std::string json = (home.dir / "file.json").string();
+  const std::string out =
+      amp_lab(home.env(),
+              "--track all --only 9,17 --file-order --device cpu --quick --answers bd --json '" + json + "'",
+              "", &code);
+  INFO(out);
+  const nlohmann::json j = read_json(json);
+  CHECK(j["order"] == "file");
+  const auto questions = project_questions();
+  for (const auto& q : j["questions"]) {
+    CHECK(q["order"] == "abcd");
+    CHECK(q["answer"] == q["answer_id"]);
+    CHECK(q["correct"] == q["correct_id"]);
+    // Shown in the file's order: each option's line in turn.
+    const FileQuestion& file = questions.at(static_cast<size_t>(q["number"].get<int>() - 1));
+    size_t at = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      at =
+          out.find(std::string("  ") + static_cast<char>('a' + k) + ") " + file.options[k].substr(0, 30), at);
+      CHECK(at != std::string::npos);
+    }
+  }
+  CHECK(out.find("The answer is b) ") != std::string::npos);  // Q9's key, b in quiz.yaml
+}
+
+TEST_CASE("a typed walk saves each attempt with its order, which the seed and attempt number draw again") {
+  Home home;
+  int code = 0;
+  const std::filesystem::path input = home.dir / "typed.txt";
+  std::ofstream(input) << "a\nc\n";
+  const std::string walk = "--track all --only 10,15 --device cpu --quick";
+  const std::string first = amp_lab(home.env(), walk, input.string(), &code);
+  INFO(first);
+  std::ofstream(input) << "b\ns\n";
+  const std::string second = amp_lab(home.env(), walk, input.string(), &code);
+  INFO(second);
+  const nlohmann::json saved = read_json(home.state() / "progress.json");
+  CAPTURE(saved.dump());
+  REQUIRE(saved["learner"]["order_seed"].is_number_unsigned());
+  const std::uint64_t seed = saved["learner"]["order_seed"];
+  const auto questions = project_questions();
+  const std::map<int, std::string> tracks{{10, "recipes"}, {15, "practice"}};
+  const std::map<int, std::string> typed{{10, "ab"}, {15, "cs"}};
+  for (const auto& [number, track] : tracks) {
+    CAPTURE(number);
+    const auto& attempts = saved["quiz"][track]["questions"][std::to_string(number)]["attempts"];
+    REQUIRE(attempts.size() == 2);  // the second walk added to the first
+    for (size_t k = 0; k < 2; ++k) {
+      const auto& a = attempts[k];
+      const std::string id = questions.at(static_cast<size_t>(number - 1)).id;
+      // The order saved is the one the learner's seed draws for this question and attempt.
+      CHECK(a["order"] == runner::order_letters(runner::draw_order(seed, id, static_cast<int>(k) + 1, 4)));
+      CHECK(a["walk"] == "all");
+      CHECK(a["seconds"].is_number_integer());
+      const char key = typed.at(number)[k];
+      if (key == 's') {
+        CHECK(a["outcome"] == "skipped");
+        CHECK_FALSE(a.contains("answer"));
+        continue;
+      }
+      CHECK(a["shown"] == std::string(1, key));
+      const std::string order = a["order"];
+      CHECK(a["answer"] == std::string(1, order[static_cast<size_t>(key - 'a')]));
+    }
+  }
 }

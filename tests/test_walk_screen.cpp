@@ -88,7 +88,7 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
   const runner::Quiz quiz = all_questions();
   REQUIRE(quiz.questions.size() >= 14);
   StateDir state;
-  Terminal t({kRunner, "quiz", "--track", "all", "--device", "cpu"}, 80, 40, state.env());
+  Terminal t({kRunner, "quiz", "--file-order", "--track", "all", "--device", "cpu"}, 80, 40, state.env());
   std::set<std::string> glossed;  // the terms glossed so far in the walk (each once)
   REQUIRE(t.expect("━━ 1/"));     // the walk's header above (its title, the device) is no question's screen
   for (size_t i = 0; i < quiz.questions.size(); ++i) {
@@ -148,7 +148,8 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
 TEST_CASE("at the pause each key shows its part, and a part longer than the screen is paged") {
   StateDir state;
   const unsigned rows = 16;  // small, so that the checks and the terms need more than one screen
-  Terminal t({kRunner, "quiz", "--only", "2", "--quick", "--device", "cpu"}, 80, rows, state.env());
+  Terminal t({kRunner, "quiz", "--file-order", "--only", "2", "--quick", "--device", "cpu"}, 80, rows,
+             state.env());
   REQUIRE(t.expect(kPrompt, 300));
   t.type("a\n");
   REQUIRE(t.expect("Enter summary · o other options · d details · c checks · t terms · q quit "));
@@ -218,14 +219,14 @@ TEST_CASE("after --resume the retry advice names every missed question of the tr
   const std::vector<std::string> env = state.env();
   // First walk: Q2 and Q3 answered wrong.
   {
-    Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, env);
+    Terminal t({kRunner, "quiz", "--file-order", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, env);
     answer(t, 'a');
     answer(t, 'a');
     REQUIRE(t.expect("Retry the 2 you missed or skipped: amp-lab quiz --only 2,3"));
     t.wait_exit();
   }
   // Then --resume: Q1 answered right, and the walk left at Q4's prompt.
-  Terminal t({kRunner, "quiz", "--resume", "--quick", "--device", "cpu"}, 80, 40, env);
+  Terminal t({kRunner, "quiz", "--file-order", "--resume", "--quick", "--device", "cpu"}, 80, 40, env);
   answer(t, 'a');
   REQUIRE(t.expect(kPrompt, 300));
   t.type("q\n");
@@ -243,7 +244,8 @@ TEST_CASE("after --resume the retry advice names every missed question of the tr
 TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress suggests the command as typed") {
   StateDir state;
   {
-    Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env());
+    Terminal t({kRunner, "quiz", "--file-order", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40,
+               state.env());
     answer(t, 'a');
     answer(t, 'a');
     t.wait_exit();

@@ -1,7 +1,8 @@
 // amp-lab: the quiz runner. It links no LibTorch: each lab is its own executable (build/bin/labNN_<id>, or
 // beside an installed amp-lab), which the runner runs with --json and reads back; `amp-lab info` runs
 // amp-lab-info, the one small program of the runner that needs LibTorch.
-//   amp-lab quiz [--track ID] [--answers abcd...] [--reveal] [--only 1,3] [--device auto|cpu|cuda]
+//   amp-lab quiz [--track ID] [--answers abcd...] [--file-order] [--reveal] [--only 1,3] [--device
+//   auto|cpu|cuda]
 //                [--dtype fp16|bf16] [--seed N] [--quick] [--json FILE] [--no-color] [--quiz FILE]
 //   amp-lab run LAB [lab flags]     one lab: its executable, run with these flags
 //   amp-lab list                    the tracks, their labs and the questions they back

@@ -19,11 +19,13 @@
 
 #include "amp/detail/atomic_file.h"
 #include "lab/text.h"
+#include "runner/quiz_order.h"
 
 namespace runner {
 namespace {
 
 constexpr size_t kMaxProgressBytes = 4 << 20;  // thousands of walks' worth; more is not ours
+constexpr int kMaxCount = 1'000'000;           // the most hints, attempts or seconds a record holds
 constexpr auto kLockWait = std::chrono::seconds(5);
 // amp-lab writes 4 levels; the unknown keys it keeps are copied and written out by recursive code
 // (nlohmann's copy and dump), so a deeper file is refused before it is parsed: 50,000 nested brackets in
@@ -41,19 +43,33 @@ std::optional<Outcome> outcome_of(const std::string& name) {
   return std::nullopt;
 }
 
+nlohmann::json attempt_json(const Attempt& a) {
+  nlohmann::json j = {{"outcome", outcome_name(a.outcome)}, {"hints", a.hints}, {"at", a.at}};
+  if (a.answer) j["answer"] = std::string(1, a.answer);
+  if (a.shown) j["shown"] = std::string(1, a.shown);
+  if (!a.order.empty()) j["order"] = a.order;
+  if (a.seconds >= 0) j["seconds"] = a.seconds;
+  if (!a.walk.empty()) j["walk"] = a.walk;
+  return j;
+}
+
 nlohmann::json to_json(const Progress& p) {
   nlohmann::json j = p.other.is_object() ? p.other : nlohmann::json::object();
   j["version"] = kProgressVersion;
+  if (p.order_seed) {
+    if (j.contains("learner") && !j["learner"].is_object()) {  // a version-1 file's own key: kept aside
+      j["learner_kept"] = std::move(j["learner"]);
+      j["learner"] = nlohmann::json::object();
+    }
+    j["learner"]["order_seed"] = *p.order_seed;
+  }
   j["quiz"] = nlohmann::json::object();
   for (const auto& [track, questions] : p.quiz) {
     nlohmann::json& qs = j["quiz"][track]["questions"] = nlohmann::json::object();
     for (const auto& [number, r] : questions) {
-      nlohmann::json rec = {{"id", r.id},
-                            {"outcome", outcome_name(r.outcome)},
-                            {"hints", r.hints},
-                            {"attempts", r.attempts},
-                            {"at", r.at}};
-      if (r.answer) rec["answer"] = std::string(1, r.answer);
+      nlohmann::json rec = {{"id", r.id}, {"attempts", nlohmann::json::array()}};
+      for (const auto& a : r.history) rec["attempts"].push_back(attempt_json(a));
+      if (r.unrecorded) rec["unrecorded"] = r.unrecorded;
       qs[std::to_string(number)] = std::move(rec);
     }
   }
@@ -62,31 +78,84 @@ nlohmann::json to_json(const Progress& p) {
 }
 
 bool is_count(const nlohmann::json& j, int least) {
-  return j.is_number_integer() && j.get<long long>() >= least && j.get<long long>() <= 1'000'000;
+  return j.is_number_integer() && j.get<long long>() >= least && j.get<long long>() <= kMaxCount;
 }
 
-// One question's record, or why it is not one.
-std::optional<QuestionRecord> record_of(const nlohmann::json& j, std::string* why) {
+bool is_letter(const nlohmann::json& j) {
+  if (!j.is_string()) return false;
+  const std::string s = j.get<std::string>();
+  return s.size() == 1 && s[0] >= 'a' && s[0] <= 'z';
+}
+
+// One attempt as versions 1 (the record itself) and 2 write it, or why it is not one.
+std::optional<Attempt> attempt_of(const nlohmann::json& j, std::string* why) {
   const auto text = [&](const char* key) { return j.contains(key) && j[key].is_string(); };
-  if (!j.is_object() || !text("id") || !text("outcome") || !text("at") || !j.contains("hints") ||
-      !is_count(j["hints"], 0) || (j.contains("attempts") && !is_count(j["attempts"], 1))) {
+  if (!j.is_object() || !text("outcome") || !text("at") || !j.contains("hints") || !is_count(j["hints"], 0)) {
+    *why = "a question's record lacks id, outcome, hints or at";
+    return std::nullopt;
+  }
+  const auto outcome = outcome_of(j["outcome"].get<std::string>());
+  const auto bad_letter = [&](const char* key) { return j.contains(key) && !is_letter(j[key]); };
+  if (!outcome || bad_letter("answer") || bad_letter("shown") || (j.contains("order") && !text("order")) ||
+      (j.contains("seconds") && !is_count(j["seconds"], 0)) || (j.contains("walk") && !text("walk"))) {
+    *why = "a question's outcome or answer is not one amp-lab writes";
+    return std::nullopt;
+  }
+  Attempt a;
+  a.outcome = *outcome;
+  a.answer = j.contains("answer") ? j["answer"].get<std::string>()[0] : 0;
+  a.shown = j.contains("shown") ? j["shown"].get<std::string>()[0] : 0;
+  a.order = j.contains("order") ? j["order"].get<std::string>() : "";
+  a.hints = j["hints"].get<int>();
+  a.seconds = j.contains("seconds") ? j["seconds"].get<int>() : -1;
+  a.walk = j.contains("walk") ? j["walk"].get<std::string>() : "";
+  a.at = j["at"].get<std::string>();
+  return a;
+}
+
+// The latest attempt's fields and the count, from the history.
+void sum_up(QuestionRecord& r) {
+  const Attempt& latest = r.history.back();
+  r.outcome = latest.outcome;
+  r.answer = latest.answer;
+  r.hints = latest.hints;
+  r.at = latest.at;
+  r.attempts = static_cast<int>(r.history.size()) + r.unrecorded;
+}
+
+// One question's record, or why it is not one. Version 1 kept only the latest attempt and a count:
+// it becomes the one attempt kept, the earlier ones counted as unrecorded.
+std::optional<QuestionRecord> record_of(const nlohmann::json& j, int version, std::string* why) {
+  if (!j.is_object() || !j.contains("id") || !j["id"].is_string()) {
     *why = "a question's record lacks id, outcome, hints or at";
     return std::nullopt;
   }
   QuestionRecord r;
-  const auto outcome = outcome_of(j["outcome"].get<std::string>());
-  const std::string answer =
-      j.contains("answer") && j["answer"].is_string() ? j["answer"].get<std::string>() : "";
-  if (!outcome || (j.contains("answer") && (answer.size() != 1 || answer[0] < 'a' || answer[0] > 'z'))) {
-    *why = "a question's outcome or answer is not one amp-lab writes";
-    return std::nullopt;
-  }
   r.id = j["id"].get<std::string>();
-  r.outcome = *outcome;
-  r.answer = answer.empty() ? 0 : answer[0];
-  r.hints = j["hints"].get<int>();
-  r.attempts = j.contains("attempts") ? j["attempts"].get<int>() : 1;
-  r.at = j["at"].get<std::string>();
+  if (version == 1) {
+    if (j.contains("attempts") && !is_count(j["attempts"], 1)) {
+      *why = "a question's record lacks id, outcome, hints or at";
+      return std::nullopt;
+    }
+    auto a = attempt_of(j, why);
+    if (!a) return std::nullopt;
+    a->shown = 0;  // version 1 showed quiz.yaml's order: the letter was the id, kept in answer
+    r.history.push_back(std::move(*a));
+    r.unrecorded = j.contains("attempts") ? j["attempts"].get<int>() - 1 : 0;
+  } else {
+    if (!j.contains("attempts") || !j["attempts"].is_array() || j["attempts"].empty() ||
+        (j.contains("unrecorded") && !is_count(j["unrecorded"], 0))) {
+      *why = "a question's record has no attempts";
+      return std::nullopt;
+    }
+    for (const auto& attempt : j["attempts"]) {
+      auto a = attempt_of(attempt, why);
+      if (!a) return std::nullopt;
+      r.history.push_back(std::move(*a));
+    }
+    r.unrecorded = j.contains("unrecorded") ? j["unrecorded"].get<int>() : 0;
+  }
+  sum_up(r);
   return r;
 }
 
@@ -146,8 +215,9 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
     *why = "no version and quiz";
     return std::nullopt;
   }
-  if (!j["version"].is_number_integer() || j["version"].get<long long>() != kProgressVersion) {
-    *why = fmt::format("version {}, not {}", lab::quote(j["version"].dump(), 20), kProgressVersion);
+  if (!j["version"].is_number_integer() || j["version"].get<long long>() < 1 ||
+      j["version"].get<long long>() > kProgressVersion) {
+    *why = fmt::format("version {}, not 1 to {}", lab::quote(j["version"].dump(), 20), kProgressVersion);
     return std::nullopt;
   }
   if (!j["quiz"].is_object() || (j.contains("exercises") && !j["exercises"].is_object())) {
@@ -155,6 +225,18 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
     return std::nullopt;
   }
   Progress p;
+  p.version = j["version"].get<int>();
+  if (p.version >= 2 && j.contains("learner")) {
+    const auto& learner = j["learner"];
+    if (!learner.is_object() || (learner.contains("order_seed") &&
+                                 !(learner["order_seed"].is_number_unsigned() &&
+                                   learner["order_seed"].get<std::uint64_t>() <= kMaxLearnerSeed))) {
+      *why = "learner.order_seed is not a seed amp-lab draws";
+      return std::nullopt;
+    }
+    if (learner.contains("order_seed")) p.order_seed = learner["order_seed"].get<std::uint64_t>();
+    if (learner.size() > (learner.contains("order_seed") ? 1u : 0u)) p.other["learner"] = learner;
+  }
   for (const auto& [track, entry] : j["quiz"].items()) {
     if (!entry.is_object() || !entry.contains("questions") || !entry["questions"].is_object()) {
       *why = "track " + lab::quote(track, 30) + " has no questions object";
@@ -162,7 +244,7 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
     }
     for (const auto& [key, rec] : entry["questions"].items()) {
       const auto number = number_of(key);
-      auto record = record_of(rec, why);
+      auto record = record_of(rec, p.version, why);
       if (!number || !record) {
         if (!number) *why = "a question number " + lab::quote(key, 20) + " is not a positive integer";
         return std::nullopt;
@@ -183,7 +265,8 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
     }
   }
   for (auto& [key, value] : j.items())
-    if (key != "version" && key != "quiz" && key != "exercises") p.other[key] = std::move(value);
+    if (key != "version" && key != "quiz" && key != "exercises" && !(key == "learner" && p.version >= 2))
+      p.other[key] = std::move(value);
   return p;
 }
 
@@ -331,7 +414,7 @@ bool ProgressStore::set_aside(const std::string& reason) {
 // The saved progress; nullopt when the file exists but can be neither read nor set aside. With
 // `may_set_aside` the lock is held, and a file that is not amp-lab's progress is set aside.
 std::optional<Progress> ProgressStore::read_locked(bool may_set_aside) {
-  struct stat st {};
+  struct stat st{};
   if (::lstat(file_.c_str(), &st) != 0) {
     if (errno == ENOENT) return Progress{};
     warn(fmt::format("cannot look at {}: {}; progress will not be saved", display(file_),
@@ -397,6 +480,7 @@ bool ProgressStore::save_locked(const std::function<void(Progress&)>& change) {
   }
   std::optional<Progress> progress = read_locked(/*may_set_aside=*/true);
   if (!progress) return false;  // read_locked said why, and that nothing will be saved
+  if (progress->version < kProgressVersion && !keep_old_version()) return false;
   change(*progress);
   try {  // a new file is the learner's alone: 0600
     amp::detail::write_file_atomically(file_.string(), to_json(*progress).dump(2) + "\n", {.mode = 0600});
@@ -407,26 +491,75 @@ bool ProgressStore::save_locked(const std::function<void(Progress&)>& change) {
   return true;
 }
 
+// Before a version-1 file is first written as version 2: a copy of it, byte for byte, beside it
+// (progress.json.version-1; an earlier copy is not overwritten). False, warned once, when it cannot be made:
+// then nothing is saved over the file.
+bool ProgressStore::keep_old_version() {
+  const std::filesystem::path copy = file_.string() + ".version-1";
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(copy, ec))) return true;
+  std::string why;
+  std::optional<std::string> text;
+  if (const int fd = ::open(file_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); fd >= 0) {
+    text = read_all(fd, &why);
+    ::close(fd);
+  } else {
+    why = describe_errno(errno);
+  }
+  try {
+    if (text) amp::detail::write_file_atomically(copy.string(), *text, {.mode = 0600});
+  } catch (const amp::detail::AtomicFileError& e) {
+    text.reset();
+    why = e.code().message();
+  }
+  if (!text)
+    warn_once(fmt::format("cannot save progress: cannot keep a copy of the version-1 {} as {}: {}",
+                          display(file_), display(copy.filename()), why));
+  return text.has_value();
+}
+
 bool ProgressStore::update(const std::function<void(Progress&)>& change) {
   return save_locked(change);
 }
 
+namespace {
+
+// Adds `attempt` to question `number` of `track`, after the attempts saved for the same id.
+void add_attempt(Progress& p, const std::string& track, int number, const std::string& id, Attempt attempt) {
+  if (attempt.at.empty()) attempt.at = timestamp();
+  attempt.seconds = std::min(attempt.seconds, kMaxCount);  // a prompt left open for weeks still reads back
+  QuestionRecord& r = p.quiz[track][number];
+  if (r.id != id) r = QuestionRecord{};  // another question at this number (quiz.yaml renumbered)
+  r.id = id;
+  r.history.push_back(std::move(attempt));
+  sum_up(r);
+}
+
+}  // namespace
+
 bool ProgressStore::record(const std::string& track, int number, QuestionRecord record) {
-  if (record.at.empty()) record.at = timestamp();
+  Attempt attempt;
+  attempt.outcome = record.outcome;
+  attempt.answer = record.outcome == Outcome::Skipped ? '\0' : record.answer;
+  attempt.hints = record.hints;
+  attempt.at = record.at;
+  return save_locked([&](Progress& p) { add_attempt(p, track, number, record.id, attempt); });
+}
+
+bool ProgressStore::record(const Question& q, Attempt attempt, std::optional<std::uint64_t> learner_seed) {
+  if (attempt.outcome == Outcome::Skipped) attempt.answer = attempt.shown = 0;
   return save_locked([&](Progress& p) {
-    auto& questions = p.quiz[track];
-    const auto before = questions.find(number);
-    if (before != questions.end() && before->second.id == record.id)
-      record.attempts = before->second.attempts + 1;
-    else
-      record.attempts = 1;
-    questions[number] = record;
+    if (!p.order_seed) p.order_seed = learner_seed;
+    add_attempt(p, q.track, q.number, q.id, attempt);
   });
 }
 
 bool ProgressStore::record(const Question& q, Outcome outcome, char answer, int hints) {
-  return record(q.track, q.number,
-                QuestionRecord{q.id, outcome, outcome == Outcome::Skipped ? '\0' : answer, hints, 1, ""});
+  Attempt attempt;
+  attempt.outcome = outcome;
+  attempt.answer = answer;
+  attempt.hints = hints;
+  return record(q, std::move(attempt));
 }
 
 bool ProgressStore::reset(const std::string& track) {

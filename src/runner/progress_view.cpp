@@ -17,9 +17,17 @@ std::string when(const std::string& at) {
   return lab::escape(at, 40);
 }
 
-std::string result_of(const QuestionRecord& r) {
-  if (r.outcome == Outcome::Skipped) return "skipped";
-  return std::string(1, r.answer ? r.answer : '?') + (r.outcome == Outcome::Right ? " (right)" : " (wrong)");
+// The option as the learner saw it on that attempt (the letter typed), else by its id.
+std::string result_of(const Attempt& a) {
+  if (a.outcome == Outcome::Skipped) return "skipped";
+  const char letter = a.shown ? a.shown : a.answer ? a.answer : '?';
+  return std::string(1, letter) + (a.outcome == Outcome::Right ? " (right)" : " (wrong)");
+}
+
+// The first try's cell: "?" when a version-1 file counted attempts before the one it kept.
+std::string first_of(const QuestionRecord& r) {
+  const Attempt* first = r.first_try();
+  return first ? result_of(*first) : "?";
 }
 
 void print_lines(std::ostream& out, const std::string& text, size_t width, const std::string& first,
@@ -31,14 +39,18 @@ void print_lines(std::ostream& out, const std::string& text, size_t width, const
 void print_track(std::ostream& out, const Progress& progress, const Quiz& full, const Track& track,
                  size_t width, const lab::Style& style, const std::string& program) {
   const Quiz quiz = select_track(full, track.id);
-  int right = 0, wrong = 0, skipped = 0, hints = 0;
+  int right = 0, wrong = 0, skipped = 0, hints = 0, first_right = 0;
   std::vector<std::vector<std::string>> rows;
   for (const auto& q : quiz.questions) {
     const QuestionRecord* r = find_record(progress, q);
     if (r) (r->outcome == Outcome::Right ? right : r->outcome == Outcome::Wrong ? wrong : skipped) += 1;
     if (r) hints += r->hints;
-    rows.push_back({std::to_string(q.number), q.id, r ? result_of(*r) : "-",
-                    r ? std::to_string(r->hints) : "", r ? when(r->at) : ""});
+    if (r && r->first_try() && r->first_try()->outcome == Outcome::Right) ++first_right;
+    if (r)
+      rows.push_back({std::to_string(q.number), q.id, first_of(*r), result_of(r->history.back()),
+                      std::to_string(r->attempts), std::to_string(r->hints), when(r->at)});
+    else
+      rows.push_back({std::to_string(q.number), q.id, "-", "", "", "", ""});
   }
   const int answered = right + wrong + skipped;
   out << "\n" << style.bold(fmt::format("Track {}", track.id)) << "\n";
@@ -50,8 +62,15 @@ void print_track(std::ostream& out, const Progress& progress, const Quiz& full, 
                                           hints, hints == 1 ? "hint" : "hints"),
               width, "  ", "    ");
   if (answered == 0) return;
+  // The first try is what the learner knew; the latest, what they know now. A version-1 file's record
+  // whose earlier attempts went unrecorded has no first try to count.
+  print_lines(out,
+              fmt::format("score: first try {}/{} right, latest {}/{} right", first_right,
+                          quiz.questions.size(), right, quiz.questions.size()),
+              width, "  ", "    ");
   for (const auto& line :
-       lab::format_table({"#", "question", "your answer", "hints", "when"}, rows, width > 4 ? width - 4 : 0))
+       lab::format_table({"#", "question", "first try", "latest", "tries", "hints", "when"}, rows,
+                         width > 4 ? width - 4 : 0))
     out << "    " << line << "\n";
   if (const auto retry = retry_questions(progress, quiz); !retry.empty())
     print_lines(out, "retry the missed and skipped: " + only_command(full, track.id, retry, program), width,

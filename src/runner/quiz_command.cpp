@@ -17,6 +17,7 @@
 #include "runner/commands.h"
 #include "runner/glossary.h"
 #include "runner/lab_process.h"
+#include "runner/quiz_order.h"
 #include "runner/walk.h"
 
 namespace runner {
@@ -26,8 +27,14 @@ cxxopts::Options quiz_options(const std::string& tracks) {
   cxxopts::Options options("amp-lab quiz",
                            "Take the mixed-precision quiz; every question runs its lab first.");
   lab::add_context_options(options);
-  options.add_options()(
-      "answers", "answer without prompts: one letter per question, s to skip (e.g. acbdbbcd)",
+  options.add_options()("answers",
+                        "answer without prompts: one letter per question as shown, s to skip (e.g. acbdbbcd)",
+                        cxxopts::value<std::string>())(
+      "answer-ids",
+      "the same, each option named by its id, its letter in the quiz file, whatever the order shown",
+      cxxopts::value<std::string>())(
+      "file-order", "show the options in the quiz file's order, not in the order drawn for you")(
+      "order-seed", "draw the options' order from seed N, not from the one saved for you",
       cxxopts::value<std::string>())("reveal", "run every lab and show the answer key with the explanations")(
       "track", "the questions to walk: " + tracks, cxxopts::value<std::string>())(
       "only", "ask only these questions of the track, e.g. 1,3,5", cxxopts::value<std::string>())(
@@ -106,6 +113,31 @@ std::vector<std::string> lab_flags(const lab::ContextArgs& c) {
   return flags;
 }
 
+// --order-seed N: a whole number from 0 to 2^53-1.
+std::uint64_t order_seed_of(const std::string& text) {
+  const bool digits =
+      !text.empty() && text.size() <= 16 && text.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoull(text) > kMaxLearnerSeed)
+    throw lab::UsageError(fmt::format("--order-seed: {} is not a whole number from 0 to {}",
+                                      lab::quote(text, 30), kMaxLearnerSeed));
+  return std::stoull(text);
+}
+
+// The options' order of this walk: the seed (--order-seed, else the learner's saved one, else one drawn
+// now, which the walk's first saved answer saves as the learner's) and each question's attempts so far.
+// Nothing is written here: a walk refused later (a bad --json) leaves the progress as it was.
+void choose_order(WalkOptions& w, std::optional<ProgressStore>& store) {
+  std::optional<Progress> saved;
+  if (store && std::filesystem::exists(store->file())) saved = store->load();
+  if (!w.file_order && !w.order_seed) {
+    w.order_seed = saved && saved->order_seed ? *saved->order_seed : new_learner_seed();
+    w.seed_is_learners = true;
+  }
+  if (saved)
+    for (const auto& [track, questions] : saved->quiz)
+      for (const auto& [number, record] : questions) w.attempts_before[record.id] = record.attempts;
+}
+
 struct Parsed {
   Quiz quiz;  // the chosen track's questions
   WalkOptions walk;
@@ -141,15 +173,25 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   w.context = lab::context_args(args);
   w.lab_flags = lab_flags(w.context);
   w.only = chosen_questions(args, p.quiz, p.store);
-  if (args.count("answers")) {
-    w.answers = args["answers"].as<std::string>();
+  if (args.count("answers") && args.count("answer-ids"))
+    throw lab::UsageError("--answers and --answer-ids do not go together: give one of them");
+  for (const char* flag : {"answers", "answer-ids"}) {
+    if (!args.count(flag)) continue;
+    w.answers = args[flag].as<std::string>();
+    w.answers_by_id = std::string(flag) == "answer-ids";
     if (const size_t bad = w.answers->find_first_not_of("abcdsABCDS"); bad != std::string::npos)
-      throw lab::UsageError(fmt::format("--answers: {} is not one of a, b, c, d or s",
+      throw lab::UsageError(fmt::format("--{}: {} is not one of a, b, c, d or s", flag,
                                         lab::quote(lab::character_at(*w.answers, bad))));
     const size_t asked = w.only.empty() ? p.quiz.questions.size() : w.only.size();
     if (w.answers->size() != asked)
-      throw lab::UsageError(fmt::format("--answers has {} for {}", lab::counted(w.answers->size(), "letter"),
+      throw lab::UsageError(fmt::format("--{} has {} for {}", flag, lab::counted(w.answers->size(), "letter"),
                                         lab::counted(asked, "question")));
+  }
+  w.file_order = lab::flag(args, "file-order");
+  if (args.count("order-seed")) {
+    if (w.file_order)
+      throw lab::UsageError("--file-order and --order-seed do not go together: give one of them");
+    w.order_seed = order_seed_of(args["order-seed"].as<std::string>());
   }
   w.reveal = lab::flag(args, "reveal");
   if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
@@ -227,6 +269,9 @@ int cmd_quiz(int argc, const char* const* argv) {
   p.walk.rows = lab::terminal_rows();
   p.walk.follow_terminal = isatty(STDOUT_FILENO);  // re-laid out when the terminal is resized
   if (p.store && !p.walk.answers && !p.walk.reveal) p.walk.progress = &*p.store;
+  // A walk that saves nothing reads the learner's seed and attempts all the same.
+  std::optional<ProgressStore> reader = p.store ? std::nullopt : default_progress_store(nullptr);
+  choose_order(p.walk, p.store ? p.store : reader);
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   p.walk.pause = !p.walk.answers && !p.walk.reveal && isatty(STDIN_FILENO);
   return walk(p.quiz, p.walk, std::cin, std::cout);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -32,7 +33,8 @@ std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::
   return first == std::string::npos ? "" : line.substr(first, last - first + 1);
 }
 
-// Reads one answer. Returns the option index, -1 for skip, or nullopt to stop (q, EOF, Ctrl-C).
+// Reads one answer. Returns the option's id (the letter typed is its place as shown), -1 for skip, or
+// nullopt to stop (q, EOF, Ctrl-C).
 std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, std::ostream& out,
                        const lab::Style& style, size_t width, std::string* stop_reason) {
   const Question& q = *a.question;
@@ -46,7 +48,7 @@ std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, 
     const std::string& word = *reply;
     if (word.size() == 1) {
       const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(word[0])));
-      if (c >= 'a' && c < 'a' + n) return c - 'a';
+      if (c >= 'a' && c < 'a' + n) return a.order[static_cast<size_t>(c - 'a')];
       if (c == 's') return -1;
       if (c == 'q') {
         *stop_reason = "quit";
@@ -133,7 +135,14 @@ std::vector<Answered> questions_walked(const Quiz& quiz, const WalkOptions& opti
     if (options.only.empty() ||
         std::find(options.only.begin(), options.only.end(), q.number) != options.only.end()) {
       walked.emplace_back(&q);
-      walked.back().decl = lab::find_decl(q.lab);
+      Answered& a = walked.back();
+      a.decl = lab::find_decl(q.lab);
+      const auto before = options.attempts_before.find(q.id);
+      a.attempt = (before == options.attempts_before.end() ? 0 : before->second) + 1;
+      const int n = static_cast<int>(q.options.size());
+      a.order = options.file_order || !options.order_seed
+                    ? file_order(n)
+                    : draw_order(*options.order_seed, q.id, a.attempt, n);
     }
   // The command line checks this first (quiz_command.cpp); here it guards walk()'s own precondition.
   if (options.answers && options.answers->size() != walked.size())
@@ -166,8 +175,14 @@ std::optional<int> answer_of(Answered& a, size_t i, const std::string& terms, co
                              std::string* stop_reason) {
   if (!options.answers) return ask(a, terms, in, out, style, options.width, stop_reason);
   const char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*options.answers)[i])));
-  out << lab::paragraph("", fmt::format("Your answer: {} (scripted)", c), options.width, 2) << "\n";
-  return c == 's' ? -1 : c - 'a';
+  if (c == 's') {
+    out << lab::paragraph("", "Your answer: s (scripted)", options.width, 2) << "\n";
+    return -1;
+  }
+  // By id (--answer-ids) or by the letter shown; either way the screen names the letter shown.
+  const int id = options.answers_by_id ? c - 'a' : a.order[static_cast<size_t>(c - 'a')];
+  out << lab::paragraph("", fmt::format("Your answer: {} (scripted)", a.shown(id)), options.width, 2) << "\n";
+  return id;
 }
 
 // Saves the answer (right, wrong or skipped, with the hints shown) as the walk goes; a failed save is
@@ -177,7 +192,16 @@ void save(const Answered& a, const WalkOptions& options) {
   const Outcome outcome = a.outcome == Asked::Right   ? Outcome::Right
                           : a.outcome == Asked::Wrong ? Outcome::Wrong
                                                       : Outcome::Skipped;
-  options.progress->record(*a.question, outcome, a.chosen >= 0 ? letter(a.chosen) : '\0', a.hints);
+  Attempt attempt;
+  attempt.outcome = outcome;
+  attempt.answer = a.chosen >= 0 ? letter(a.chosen) : '\0';
+  attempt.shown = a.chosen >= 0 ? a.shown(a.chosen) : '\0';
+  attempt.order = order_letters(a.order);
+  attempt.hints = a.hints;
+  attempt.seconds = a.seconds;
+  attempt.walk = options.track;
+  options.progress->record(*a.question, std::move(attempt),
+                           options.seed_is_learners ? options.order_seed : std::nullopt);
 }
 
 // One question: its lab, what it measured, the question, the answer and what follows it. Returns false
@@ -190,7 +214,7 @@ bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& optio
   print_banner(a, i, count, out, style, options.width, /*blank_line=*/i == 0 || !options.pause);
   run_lab(a, options, out);
   std::ostringstream question;  // printed after the lab: its lines are kept free on the screen
-  print_question(*a.question, question, style, options.reveal, options.width);
+  print_question(*a.question, a.order, question, style, options.reveal, options.width);
   const std::string q = question.str();
   const size_t reserved = static_cast<size_t>(std::count(q.begin(), q.end(), '\n')) + 1;  // + the prompt
   // The prompt's terms are glossed with the lab's; the options' are not: a gloss of a term only one option
@@ -206,9 +230,12 @@ bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& optio
     return true;
   }
   a.prompted = true;
+  const auto asked_at = std::chrono::steady_clock::now();
   const std::optional<int> choice = answer_of(a, i, terms, options, in, out, style, stop_reason);
   if (!choice) return false;
   a.chosen = *choice;
+  a.seconds = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - asked_at).count());
   a.outcome = a.chosen < 0 ? Asked::Skipped : a.chosen == a.question->answer ? Asked::Right : Asked::Wrong;
   save(a, options);
   if (!options.pause) {  // scripted or piped: everything, for reading and for tools

@@ -6,7 +6,9 @@
 // answer of a question not answered, and the command that retries the missed ones.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,8 +27,16 @@ struct WalkOptions {
   std::vector<std::string> lab_flags;  // the same flags, passed on to every lab's executable
   std::string track;                   // the track walked ("core", "recipes", "all"), printed in the header
   std::vector<int> only;               // question numbers to ask; empty: all
-  std::optional<std::string> answers;  // scripted answers, one letter per question (s skips)
-  bool reveal = false;                 // no questions: show the answer key with explanations
+  std::optional<std::string> answers;  // scripted answers, one letter per question (s skips), as shown
+  bool answers_by_id = false;          // the scripted letters are the options' ids (quiz.yaml's letters)
+  // The options' order: quiz.yaml's (`--file-order`), or drawn from the learner's seed, each question's id
+  // and its attempt number (runner/quiz_order.h). Without a seed the file's order is shown.
+  bool file_order = false;
+  std::optional<std::uint64_t> order_seed;
+  bool seed_is_learners =
+      false;  // order_seed is the learner's (saved with the first answer saved), not --order-seed
+  std::map<std::string, int> attempts_before;  // question id -> attempts saved before this walk
+  bool reveal = false;                         // no questions: show the answer key with explanations
   bool pause = false;  // a person at a terminal: a short answer screen, the rest on keys at a pause
   std::optional<std::string> json_path;
   std::vector<Input> inputs;  // files the walk reads (the quiz): --json may not name one

@@ -32,10 +32,19 @@ nlohmann::json question_json(const Answered& a, bool reveal) {
   nlohmann::json j = {{"number", q.number}, {"id", q.id},
                       {"lab", q.lab},       {"outcome", outcome_name(a.outcome)},
                       {"hints", a.hints},   {"lab_status", lab_status(a)}};
+  // Options by the letter shown ("answer", "correct", "why_not") and by id, their letter in quiz.yaml
+  // ("answer_id", "correct_id", "order": the ids as shown).
+  j["attempt"] = a.attempt;
+  j["order"] = order_letters(a.order);
   // As in the summary: the answer of a question not answered stays unsaid.
-  if (reveal || a.outcome == Asked::Right || a.outcome == Asked::Wrong)
-    j["correct"] = std::string(1, letter(q.answer));
-  if (a.chosen >= 0) j["answer"] = std::string(1, letter(a.chosen));
+  if (reveal || a.outcome == Asked::Right || a.outcome == Asked::Wrong) {
+    j["correct"] = std::string(1, a.shown(q.answer));
+    j["correct_id"] = std::string(1, letter(q.answer));
+  }
+  if (a.chosen >= 0) {
+    j["answer"] = std::string(1, a.shown(a.chosen));
+    j["answer_id"] = std::string(1, letter(a.chosen));
+  }
   if (a.reported()) {
     j["report"] = a.lab.report->to_json();
     if (!a.lab.report->dtypes().empty()) j["dtypes"] = a.lab.report->dtypes();
@@ -43,7 +52,7 @@ nlohmann::json question_json(const Answered& a, bool reveal) {
       const auto values = values_of(a);
       j["explanation"] = fill(q.explanation, values);
       for (const auto& [index, why] : q.why_not)
-        j["why_not"][std::string(1, letter(index))] = fill(why, values);
+        j["why_not"][std::string(1, a.shown(index))] = fill(why, values);
     }
   } else if (a.ran) {
     j["lab_error"] = a.lab.message;
@@ -63,6 +72,8 @@ std::string walk_json(const std::vector<Answered>& walked, const WalkOptions& op
   j["dtype"] = c.dtype ? nlohmann::json(*c.dtype) : nlohmann::json(nullptr);  // null: each lab's own
   j["seed"] = c.seed;
   j["quick"] = c.quick;
+  j["order"] = options.file_order || !options.order_seed ? "file" : "drawn";
+  if (!options.file_order && options.order_seed) j["order_seed"] = *options.order_seed;
   j["completed"] = completed;
   j["score"] = t.right;
   j["questions"] = nlohmann::json::array();

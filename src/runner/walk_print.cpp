@@ -167,14 +167,15 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   return terms_block(terms_in(options, also_shown + "\n" + shown), options.width, style);
 }
 
-void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
-                    size_t width) {
+void print_question(const Question& q, const OptionOrder& order, std::ostream& out, const lab::Style& style,
+                    bool mark_answer, size_t width) {
   out << "\n";
   for (const auto& line : lab::wrap_lines(fmt::format("Q{}. {}", q.number, q.prompt), width, "", "    "))
     out << style.bold(line) << "\n";
-  for (size_t k = 0; k < q.options.size(); ++k) {
-    const bool correct = mark_answer && static_cast<int>(k) == q.answer;
-    auto lines = lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[k]), width,
+  for (size_t k = 0; k < order.size(); ++k) {  // k: the position shown; order[k]: the option's id
+    const int id = order[k];
+    const bool correct = mark_answer && id == q.answer;
+    auto lines = lab::wrap_lines(fmt::format("{}) {}", letter(static_cast<int>(k)), q.options[id]), width,
                                  "  ", "     ");
     // The key's marker stays whole: on the option's last line when it fits, else on a line of its own.
     if (correct && lines.back().size() + 12 <= width)
@@ -197,7 +198,7 @@ void print_result(const Answered& a, std::ostream& out, const lab::Style& style,
   const std::string result = a.outcome == Asked::Skipped ? "Skipped."
                              : a.outcome == Asked::Right
                                  ? "Right!"
-                                 : fmt::format("Not quite: you chose {}.", letter(a.chosen));
+                                 : fmt::format("Not quite: you chose {}.", a.shown(a.chosen));
   const auto color = [&](const std::string& s) {
     return a.outcome == Asked::Skipped ? style.yellow(s)
            : a.outcome == Asked::Right ? style.green(s)
@@ -206,7 +207,7 @@ void print_result(const Answered& a, std::ostream& out, const lab::Style& style,
   if (!with_answer) return void(out << color(result) << "\n");
   const Question& q = *a.question;
   const auto lines =
-      lab::wrap_lines(fmt::format("{} The answer is {}) {}", result, letter(q.answer), q.options[q.answer]),
+      lab::wrap_lines(fmt::format("{} The answer is {}) {}", result, a.shown(q.answer), q.options[q.answer]),
                       width, "", "     ");
   for (size_t k = 0; k < lines.size(); ++k) {
     const bool lead = k == 0 && lines[k].compare(0, result.size(), result) == 0;  // narrow: it may wrap too
@@ -221,15 +222,15 @@ void print_why(const Answered& a, std::ostream& out, const lab::Style& style, si
   const Question& q = *a.question;
   const auto values = values_of(a);
   if (with_why) out << lab::paragraph("Why:", fill(q.explanation, values), width) << "\n";
-  std::vector<int> order;
+  std::vector<int> order;  // ids: the learner's first, then the others as shown
   if (a.chosen >= 0 && a.chosen != q.answer) order.push_back(a.chosen);
-  for (const auto& [index, why] : q.why_not)
-    if (index != a.chosen) order.push_back(index);
+  for (const int index : a.order)
+    if (index != a.chosen && q.why_not.count(index)) order.push_back(index);
   for (int index : order) {
     if (!shown(index)) continue;
     const bool theirs = index == a.chosen;
     const std::string label =
-        fmt::format("Not {}) {}{}", letter(index), q.options[index], theirs ? " (your answer)" : "");
+        fmt::format("Not {}) {}{}", a.shown(index), q.options[index], theirs ? " (your answer)" : "");
     const auto why = q.why_not.find(index);
     const std::string wrapped = why == q.why_not.end()
                                     ? lab::paragraph(label + ".", "", width)
@@ -253,7 +254,7 @@ std::string checks_note(const Answered& a, const lab::Style& style, size_t width
 void print_explanation(const Answered& a, std::ostream& out, const lab::Style& style, size_t width) {
   const Question& q = *a.question;
   for (const auto& line : lab::wrap_lines(
-           fmt::format("The answer is {}) {}", letter(q.answer), q.options[q.answer]), width, "", "     "))
+           fmt::format("The answer is {}) {}", a.shown(q.answer), q.options[q.answer]), width, "", "     "))
     out << style.bold(line) << "\n";
   print_why(a, out, style, width, true, [](int) { return true; });
 }
@@ -338,9 +339,9 @@ std::vector<std::string> summary_row(const Answered& a, bool reveal) {
   std::string yours =
       a.outcome == Asked::Skipped                  ? "skipped"
       : a.outcome == Asked::NotAsked && a.prompted ? "not answered"
-      : answered ? fmt::format("{} ({})", letter(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
+      : answered ? fmt::format("{} ({})", a.shown(a.chosen), a.outcome == Asked::Right ? "right" : "wrong")
                  : "-";
-  const std::string correct = answered || reveal ? std::string(1, letter(a.question->answer)) : "-";
+  const std::string correct = answered || reveal ? std::string(1, a.shown(a.question->answer)) : "-";
   return {std::to_string(a.question->number), a.question->id, reveal ? "-" : yours, correct, lab_cell(a)};
 }
 

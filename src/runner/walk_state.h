@@ -11,6 +11,7 @@
 #include "lab/text.h"
 #include "runner/lab_process.h"
 #include "runner/quiz.h"
+#include "runner/quiz_order.h"
 #include "runner/walk.h"
 
 namespace runner {
@@ -22,7 +23,12 @@ struct Answered {
   const Question* question;
   const lab::LabDecl* decl = nullptr;
   Asked outcome = Asked::NotAsked;
-  int chosen = -1;   // the option index answered, -1 for none
+  int chosen = -1;    // the option answered, by id (its index in quiz.yaml), -1 for none
+  OptionOrder order;  // the options' ids in the order shown (runner/quiz_order.h)
+  int attempt = 1;    // this attempt's number for the question (1: the learner's first)
+  int seconds = -1;   // from the prompt to the answer
+  // The letter option `id` was shown at.
+  char shown(int id) const { return static_cast<char>('a' + shown_at(order, id)); }
   int hints = 0;     // how many times the hint was shown
   bool ran = false;  // the lab was started (or its build waited for)
   bool prompted =
@@ -66,8 +72,9 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
 std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
                       const lab::Style& style, std::set<std::string>& glossed, const std::string& also_shown,
                       size_t reserved);
-void print_question(const Question& q, std::ostream& out, const lab::Style& style, bool mark_answer,
-                    size_t width);
+// The prompt and the options in `order` (ids by position), lettered a, b, ... as shown.
+void print_question(const Question& q, const OptionOrder& order, std::ostream& out, const lab::Style& style,
+                    bool mark_answer, size_t width);
 // "Hint: ..." with the measured numbers.
 void print_hint(const Answered& a, std::ostream& out, const lab::Style& style, size_t width);
 // After an answer: right or wrong, the correct option and why, the learner's option first among the wrong
