@@ -69,9 +69,7 @@ bool train_step(Problem& p, amp::GradScaler& scaler, float poison = 0) {
 
 // Whether scaler.update(value) compiles for a value of type T.
 template <typename T>
-concept UpdatableWith = requires(amp::GradScaler& s, T v) {
-  s.update(v);
-};
+concept UpdatableWith = requires(amp::GradScaler& s, T v) { s.update(v); };
 
 // Records the ATen ops this thread dispatches while it lives (a RecordFunction callback): the op's name
 // and, for a tensor-list first argument, the dtypes in it. Seen from outside the library.
@@ -168,9 +166,10 @@ TEST_CASE("unscale_ twice before update is refused with Python's message") {
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.unscale_(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt),
-                       "unscale_() has already been called on this optimizer since the last update().",
-                       amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(
+      scaler.unscale_(p.opt),
+      "amp::GradScaler: unscale_() has already been called on this optimizer since the last update().",
+      amp::GradScalerError);
 }
 
 TEST_CASE("unscale_ after step is refused") {
@@ -178,7 +177,7 @@ TEST_CASE("unscale_ after step is refused") {
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.step(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), "unscale_() is being called after step().",
+  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), "amp::GradScaler: unscale_() is being called after step().",
                        amp::GradScalerError);
 }
 
@@ -187,7 +186,8 @@ TEST_CASE("step twice before update is refused") {
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.step(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "step() has already been called since the last update().",
+  CHECK_THROWS_WITH_AS(scaler.step(p.opt),
+                       "amp::GradScaler: step() has already been called since the last update().",
                        amp::GradScalerError);
 }
 
@@ -195,7 +195,8 @@ TEST_CASE("update with no inf checks recorded is refused") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
-  CHECK_THROWS_WITH_AS(scaler.update(), "No inf checks were recorded prior to update.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(), "amp::GradScaler: No inf checks were recorded prior to update.",
+                       amp::GradScalerError);
 }
 
 TEST_CASE("step, unscale_ and update before any scale() are refused") {
@@ -212,7 +213,7 @@ TEST_CASE("step on an optimizer without gradients is refused") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss());  // no backward: no grads
-  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "No inf checks were recorded for this optimizer.",
+  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "amp::GradScaler: No inf checks were recorded for this optimizer.",
                        amp::GradScalerError);
 }
 
@@ -222,14 +223,15 @@ TEST_CASE("fp16 gradients are refused: the parameters must be fp32 master weight
   amp::GradScaler scaler(kCpu);
   scaler.scale((w * 2).sum()).backward();
   REQUIRE(dtype_of(w.grad()) == dtype_name(torch::kHalf));
-  CHECK_THROWS_WITH_AS(scaler.unscale_(opt), "Attempting to unscale FP16 gradients.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.unscale_(opt), "amp::GradScaler: Attempting to unscale FP16 gradients.",
+                       amp::GradScalerError);
 }
 
 TEST_CASE("growth and backoff factors are validated like Python's") {
-  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.growth_factor = 1.0}), "The growth factor must be > 1.0.",
-                       amp::GradScalerError);
-  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.backoff_factor = 1.0}), "The backoff factor must be < 1.0.",
-                       amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.growth_factor = 1.0}),
+                       "amp::GradScaler: The growth factor must be > 1.0.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.backoff_factor = 1.0}),
+                       "amp::GradScaler: The backoff factor must be < 1.0.", amp::GradScalerError);
   CHECK_NOTHROW(amp::GradScaler(kCpu, {.growth_factor = 1.0, .enabled = false}));
 }
 
@@ -703,7 +705,8 @@ TEST_CASE("with two update() calls per iteration the growth tracker counts two c
   // growth_interval 4 is reached after two iterations, not four: the scale grew and the tracker restarted.
   CHECK(scaler.get_scale() == 2048.0);
   CHECK(scaler.state_dict().growth_tracker == 0);
-  CHECK_THROWS_WITH_AS(scaler.update(), "No inf checks were recorded prior to update.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(), "amp::GradScaler: No inf checks were recorded prior to update.",
+                       amp::GradScalerError);
 }
 
 namespace {
@@ -748,10 +751,10 @@ struct FullTmpfs {
 // no privilege needed); SIGXFSZ is ignored, so a write past the limit fails with EFBIG instead of killing us.
 struct FileSizeLimit {
   rlimit before{};
-  struct sigaction old_action {};
+  struct sigaction old_action{};
   explicit FileSizeLimit(rlim_t bytes) {
     REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
-    struct sigaction ignore {};
+    struct sigaction ignore{};
     ignore.sa_handler = SIG_IGN;
     REQUIRE(::sigaction(SIGXFSZ, &ignore, &old_action) == 0);
     const rlimit limited{bytes, before.rlim_max};
