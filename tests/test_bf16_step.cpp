@@ -174,9 +174,12 @@ TEST_CASE(
   const torch::Tensor stochastic = train(amp::Bf16Rounding::Stochastic);
   const torch::Tensor kahan = train(amp::Bf16Rounding::Kahan);
   CHECK(nearest.eq(1.0).all().item<bool>());  // every update rounded away
-  // Stochastic: unbiased; a weight's end value has a standard deviation below one spacing (0.0078), so the
-  // mean of 4096 is within 5 * 0.0078 / 64 = 0.0006 of 1.1.
-  CHECK(std::abs(stochastic.mean().item<double>() - 1.1) <= 0.0006);
+  // Stochastic: unbiased. Each step adds a rounding error of variance spacing^2 p (1 - p), p = 1e-4 / spacing
+  // (spacing 2^-7 in [1, 2)); over 1000 steps a weight's end value has a standard deviation of
+  // sqrt(1000 p (1 - p)) x spacing = 0.028, so the mean of 4096 is within 5 x 0.028 / 64 = 0.0022 of 1.1.
+  const double spacing = 1.0 / 128, p = 1e-4 / spacing;
+  const double bound = 5 * std::sqrt(kUpdates * p * (1 - p)) * spacing / std::sqrt(double{kWeights});
+  CHECK(std::abs(stochastic.mean().item<double>() - 1.1) <= bound);
   // Kahan: deterministic, every weight alike, within one spacing of 1.1 (amp::kahan_add_'s 1.1015625).
   CHECK(torch::equal(kahan, torch::full_like(kahan, kahan[0].item<double>())));
   CHECK(std::abs(kahan[0].item<double>() - 1.1) <= 1.0 / 128);
@@ -342,22 +345,28 @@ TEST_CASE("Bf16Step around torch::optim::AdamW tracks torchao's _AdamW on bf16 p
       set_grads(params, targets);
       opt.step();
     }
-    int64_t n = 0, equal = 0, worst = 0;
+    int64_t n = 0, equal = 0;
+    double worst = 0;  // the largest |difference| of a weight
     for (size_t i = 0; i < params.size(); ++i) {
       const torch::Tensor want = from_bits(r["final"][i], torch::kBFloat16, params[i].sizes());
-      const torch::Tensor d = bf16_ulps(params[i], want);
-      n += d.numel();
-      equal += d.eq(0).sum().item<int64_t>();
-      worst = std::max<int64_t>(worst, d.max().item<int64_t>());
+      n += want.numel();
+      equal += bf16_ulps(params[i], want).eq(0).sum().item<int64_t>();
+      worst = std::max(
+          worst,
+          (params[i].detach().to(torch::kDouble) - want.to(torch::kDouble)).abs().max().item<double>());
     }
     const double share_equal = static_cast<double>(equal) / static_cast<double>(n);
+    const double lr = cfg["lr"].get<double>();
     MESSAGE("torchao _AdamW(bf16_stochastic_round=" << stochastic << "): " << equal << " of " << n
-                                                    << " weights bitwise equal, at most " << worst
-                                                    << " ulp apart");
-    // The moments' rounding (bf16 in torchao, fp32 here) moves a rounding decision now and then, by one
-    // bf16 spacing; a different rounding rule, generator or optimizer math differs everywhere.
-    CHECK(worst <= 2);
-    CHECK(share_equal >= 0.97);
+                                                    << " weights bitwise equal, the others at most " << worst
+                                                    << " (" << worst / lr << " x lr) apart");
+    // The rounding draws are the same; the moments are not (bf16 in torchao, fp32 here), which now and then
+    // moves a rounding decision by one bf16 spacing, after which that weight's path differs by a few
+    // steps of lr. Measured on an AMD EPYC (torch 2.13.0, torchao 0.18.0): 89.6% and 90.2% equal, at most
+    // 7.8 and 11.7 x lr apart. Rounding to nearest in place of stochastically, or other draws (another
+    // seed), leave 16-20% equal and weights 70-86 x lr apart.
+    CHECK(share_equal >= 0.85);
+    CHECK(worst <= 16 * lr);
   }
 }
 

@@ -161,6 +161,44 @@ TEST_CASE("scale() multiplies one tensor or a list of tensors by the current sca
   CHECK(outs[1].item<float>() == -16.0f);
 }
 
+// A reducer standing for another rank that saw an inf: it raises every flag it is given.
+struct InfElsewhere : amp::FoundInfReducer {
+  int calls = 0;
+  void all_reduce(std::vector<std::pair<torch::Device, torch::Tensor>>& found_inf_per_device,
+                  torch::Device) override {
+    ++calls;
+    for (auto& [device, flag] : found_inf_per_device) flag.fill_(1.0);
+  }
+};
+
+TEST_CASE("found_inf_reducer, and the deprecated process_group, make every rank skip on another rank's inf") {
+  auto reducer = std::make_shared<InfElsewhere>();
+  {
+    Problem p;
+    amp::GradScaler scaler(kCpu, {.init_scale = 1024.0, .found_inf_reducer = reducer});
+    CHECK(scaler.found_inf_reducer() == reducer);
+    CHECK_FALSE(train_step(p, scaler));  // this rank's gradients are finite: the reducer's verdict decides
+    CHECK(reducer->calls == 1);
+    CHECK(scaler.get_scale() == 512.0);
+    CHECK(scaler.clone().found_inf_reducer() == reducer);  // a copy still decides with the other ranks
+  }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  amp::GradScalerOptions old_name;
+  old_name.init_scale = 1024.0;
+  old_name.process_group = reducer;  // 0.x code: still read in 1.x
+  amp::GradScalerOptions both = old_name;
+  both.found_inf_reducer = std::make_shared<InfElsewhere>();
+#pragma GCC diagnostic pop
+  Problem p;
+  amp::GradScaler scaler(kCpu, old_name);
+  CHECK(scaler.found_inf_reducer() == reducer);
+  CHECK_FALSE(train_step(p, scaler));
+  CHECK(reducer->calls == 2);
+  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, both), doctest::Contains("found_inf_reducer and the deprecated"),
+                       amp::Error);
+}
+
 TEST_CASE("unscale_ twice before update is refused with Python's message") {
   Problem p;
   amp::GradScaler scaler(kCpu);
@@ -811,7 +849,7 @@ TEST_CASE("a checkpoint on a full disk throws one line naming the path and the c
   }
   const auto target = full.folder.path / "ckpt.pt";
   const std::string message = save_error(big, target);
-  CHECK(message == "checkpoint: cannot write " + target.string() + ": No space left on device");
+  CHECK(message == "amp::checkpoint: cannot write " + target.string() + ": No space left on device");
   CHECK(full.folder.names().empty());  // neither the checkpoint nor a temporary file
 
   // A previous checkpoint at the path survives a failed save unchanged.
@@ -833,7 +871,7 @@ TEST_CASE("a checkpoint past the file-size limit throws one line with the cause,
     CHECK(save_error(big, target) == message);
     kept = read_all(target);
   }
-  CHECK(message == "checkpoint: cannot write " + target.string() + ": File too large");
+  CHECK(message == "amp::checkpoint: cannot write " + target.string() + ": File too large");
   CHECK(message.find('\n') == std::string::npos);
   CHECK(kept == "the previous checkpoint");
   CHECK(folder.names() == std::set<std::string>{"ckpt.pt"});
@@ -850,7 +888,7 @@ TEST_CASE("a checkpoint into a folder that does not exist throws one line naming
   BigProblem big;
   const auto target = folder.path / "missing" / "ckpt.pt";
   CHECK(save_error(big, target) ==
-        "checkpoint: cannot write " + target.string() + ": No such file or directory");
+        "amp::checkpoint: cannot write " + target.string() + ": No such file or directory");
 }
 
 }  // namespace test_grad_scaler

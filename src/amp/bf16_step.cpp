@@ -107,8 +107,8 @@ void Bf16Step::step() {
 }
 
 void Bf16Step::zero_grad(bool set_to_none) {
-  for (const torch::Tensor& p : params_) {
-    torch::Tensor& grad = const_cast<torch::Tensor&>(p).mutable_grad();
+  for (torch::Tensor& p : params_) {
+    torch::Tensor& grad = p.mutable_grad();
     if (!grad.defined()) continue;
     if (set_to_none) {
       grad.reset();

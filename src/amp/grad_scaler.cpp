@@ -61,10 +61,7 @@ GradScaler::GradScaler(torch::Device device, GradScalerOptions options)
       growth_interval_(options.growth_interval),
       found_inf_reducer_(std::move(options.found_inf_reducer)) {
   // The deprecated name is read here, and only here.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-  std::shared_ptr<FoundInfReducer> old_name = std::move(options.process_group);
-#pragma GCC diagnostic pop
+  std::shared_ptr<FoundInfReducer> old_name = options.process_group.get();
   if (old_name && found_inf_reducer_ && old_name != found_inf_reducer_)
     throw GradScalerError(
         "GradScaler",

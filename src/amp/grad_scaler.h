@@ -47,6 +47,23 @@ class FoundInfReducer {
                           torch::Device scaler_device) = 0;
 };
 
+// GradScalerOptions::process_group's type: it takes a reducer as the old member did, but only through a
+// constructor marked deprecated, so the compiler names every place the old name is still set (and not the
+// places that leave it alone, as designated initializers of the other options do).
+class DeprecatedProcessGroup {
+ public:
+  DeprecatedProcessGroup() = default;
+  template <class Reducer,
+            std::enable_if_t<std::is_convertible_v<Reducer, std::shared_ptr<FoundInfReducer>>, int> = 0>
+  [[deprecated("GradScalerOptions::process_group is now found_inf_reducer; the old name goes in 1.1")]]
+  DeprecatedProcessGroup(Reducer&& reducer)  // NOLINT(google-explicit-constructor): `= reducer` as before
+      : reducer_(std::forward<Reducer>(reducer)) {}
+  const std::shared_ptr<FoundInfReducer>& get() const { return reducer_; }
+
+ private:
+  std::shared_ptr<FoundInfReducer> reducer_;
+};
+
 struct GradScalerOptions {
   double init_scale = 65536.0;  // 2^16, Python's default
   double growth_factor = 2.0;   // scale *= growth_factor after growth_interval clean steps
@@ -57,9 +74,9 @@ struct GradScalerOptions {
   // found_inf is all-reduced in unscale_(), so step() skips, and update() backs off, on every rank alike.
   // unscale_() then waits for that all-reduce (amp::found_inf_all_reduce: at most its timeout).
   std::shared_ptr<FoundInfReducer> found_inf_reducer;
-  // The 0.x name of found_inf_reducer (it never held a process group). Still read; setting both is an error.
-  [[deprecated("GradScalerOptions::process_group is now found_inf_reducer; the old name goes in 1.1")]]
-  std::shared_ptr<FoundInfReducer> process_group;
+  // The 0.x name of found_inf_reducer (it never held a process group), kept through 1.0.x: setting it
+  // warns at compile time (a deprecated constructor), the scaler still reads it, and setting both is refused.
+  DeprecatedProcessGroup process_group;
 };
 
 // Python's state_dict(): {scale, growth_factor, backoff_factor, growth_interval, _growth_tracker}.
