@@ -50,10 +50,10 @@ bool refused(const char* component, const std::function<void()>& misuse) {
   try {
     misuse();
   } catch (const amp::Error& e) {
-    std::printf("  %-16s amp::Error: %s\n", component, e.what());
+    std::printf("  %-18s amp::Error: %s\n", component, e.what());
     return true;
   }
-  std::printf("  %-16s NOT REFUSED\n", component);
+  std::printf("  %-18s NOT REFUSED\n", component);
   return false;
 }
 
