@@ -1375,6 +1375,42 @@ TEST_CASE(
   CHECK(has(formats.out, "\ndevice cpu · fp16 and bf16 · seed 0 · quick mode · measured in "));
 }
 
+TEST_CASE(
+    "--dtype is taken by the labs whose declaration says what it chooses, refused in one line by the others, "
+    "and passed on by the walk only to the labs that take it") {
+  const std::string takers = lab::labs_taking_dtype();
+  CHECK(takers == "01, 05 and 08");  // the labs whose code reads the dtype (Context::dtype, dtype_given)
+  for (const char* given : {"--dtype bf16", "--dtype=fp16"}) {
+    CAPTURE(given);
+    const auto refused = run(std::string("run 2 --quick ") + given);
+    CHECK(refused.code == 2);
+    CHECK(refused.out.empty());
+    CHECK(refused.err ==
+          "lab02_loss_scaling: --dtype does not apply to this lab: it runs fp16, which its question fixes "
+          "(--dtype chooses the 16-bit type in labs 01, 05 and 08)\n");
+  }
+  const auto taken = run("run 1 --quick --json --dtype bf16");
+  CHECK(taken.code == 0);
+  CHECK(nlohmann::json::parse(taken.out)["dtypes"] == "bf16");
+  // --help: a taker lists --dtype with what it chooses; the others name their fixed types instead.
+  const auto with = run("run 1 --help"), without = run("run 14 --help");
+  CHECK(has(squeeze(with.out), "--dtype arg fp16 or bf16: the 16-bit type the weights are stored in"));
+  CHECK_FALSE(has(without.out, "--dtype arg"));
+  CHECK(has(squeeze(without.out),
+            "Types: E4M3 and E5M2, fixed by the lab's question: --dtype does not apply "
+            "(labs 01, 05 and 08 take it)."));
+  CHECK(has(squeeze(run("list").out), "--dtype fp16|bf16 chooses the 16-bit type of labs 01, 05 and 08"));
+  // The walk's --dtype reaches lab 01 (its header says bf16) and not lab 02, which would refuse it.
+  const auto walk = run("quiz --quick --device cpu --dtype bf16 --only 1,2 --answers ss");
+  CHECK(walk.code == 0);
+  const size_t lab01 = walk.out.find("labs/01_master_weights/ ━━"),
+               lab02 = walk.out.find("labs/02_loss_scaling/ ━━");
+  REQUIRE(lab01 != std::string::npos);
+  REQUIRE(lab02 != std::string::npos);
+  CHECK(walk.out.find("\ndevice cpu · bf16 · seed 0", lab01) < lab02);
+  CHECK(walk.out.find("\ndevice cpu · fp16 · seed 0", lab02) != std::string::npos);
+}
+
 // ---- The summary -------------------------------------------------------------------------------------
 
 TEST_CASE(

@@ -175,6 +175,25 @@ TEST_CASE("its declaration agrees with its file name and quiz.yaml and the repor
   const Run run = run_json(decl, {"--quick"});
   CHECK(run.report.id() == decl.id);
   CHECK(run.report.title() == decl.title);
+
+  // Its types are what its report names; --dtype is an option of its own exactly when it declares what it
+  // chooses, and the others refuse it in one line.
+  const std::string bin = AMP_LAB_BINARY_DIR "/bin/" + decl.executable();
+  const ProcessResult help = run_process({bin, "--help"}, /*timeout_s=*/60);
+  CHECK(help.code == 0);
+  CHECK((help.out.find("--dtype arg") != std::string::npos) == decl.takes_dtype());
+  CHECK(help.out.find("Types: " + decl.types) != std::string::npos);
+  if (decl.takes_dtype()) {
+    const Run fp16 = run_json(decl, {"--quick", "--dtype", "fp16"});
+    CHECK(fp16.report.dtypes().find("fp16") != std::string::npos);
+  } else {
+    CHECK(run.report.dtypes() == decl.types);
+    const ProcessResult refused = run_process({bin, "--quick", "--dtype", "fp16"}, /*timeout_s=*/60);
+    CHECK(refused.code == 2);
+    CHECK(refused.out.empty());
+    CHECK(refused.err.find("--dtype does not apply to this lab: it runs " + decl.types) != std::string::npos);
+    CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("its report holds every key quiz.yaml, exercises.yaml and flip_fails name, in both modes alike") {
@@ -249,7 +268,7 @@ TEST_CASE("what the quiz shows before the question does not give the answer away
   CHECK_FALSE(score.gives_away());
 }
 
-TEST_CASE("on a CUDA device every check holds in fp16 and bf16") {
+TEST_CASE("on a CUDA device every check holds, in fp16 and bf16 where the lab takes --dtype") {
   const lab::LabDecl& decl = lab_under_test();
   const ProcessResult probe =
       run_process({AMP_LAB_BINARY_DIR "/bin/" + decl.executable(), "--json", "--quick", "--device", "cuda"},
@@ -258,8 +277,13 @@ TEST_CASE("on a CUDA device every check holds in fp16 and bf16") {
     MESSAGE("SKIPPED: no CUDA device here (" << probe.err.substr(0, probe.err.find('\n')) << ")");
     return;
   }
-  for (const char* dtype : {"fp16", "bf16"}) {
-    const Run run = run_json(decl, {"--device", "cuda", "--dtype", dtype});
+  // A lab that takes --dtype runs both 16-bit types; the others run the types their question fixes.
+  const std::vector<std::string> dtypes =
+      decl.takes_dtype() ? std::vector<std::string>{"fp16", "bf16"} : std::vector<std::string>{""};
+  for (const std::string& dtype : dtypes) {
+    const Run run =
+        run_json(decl, dtype.empty() ? std::vector<std::string>{"--device", "cuda"}
+                                     : std::vector<std::string>{"--device", "cuda", "--dtype", dtype});
     CAPTURE(run.args);
     CHECK_MESSAGE(run.report.passed(), "failed:" << failed_checks(run.report));
     check_keys_named(decl, run.report);

@@ -13,7 +13,7 @@
 // 4. (after the answer) how fp32 becomes bf16: for a value bf16 holds, its pattern is the top half of
 //    fp32's; any other value is rounded to the nearest bf16, ties to even (not truncated), measured on
 //    random fp32 bit patterns and on two ties.
-// This lab shows both 16-bit formats side by side, so --dtype does not change it.
+// This lab shows both 16-bit formats side by side, so it refuses --dtype.
 //
 // Run:  build/bin/lab03_number_formats [--device cpu|cuda] [--quick] [--seed N] [--json]
 // bf16's range against fp32's (numeric_limits of both) and its layout as fp32's top half (the patterns of

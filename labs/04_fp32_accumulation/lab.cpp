@@ -14,7 +14,7 @@
 // Then a running fp16 sum of 0.01s, which stops at 32: there half an fp16 step is larger than 0.01.
 //
 // Run:  build/bin/lab04_fp32_accumulation [--device cpu|cuda] [--quick] [--seed N] [--json]
-//       (the inputs are fp16 whatever --dtype says: bf16 inputs would only add rounding)
+//       (the inputs are fp16 and the lab refuses --dtype: bf16 inputs would only add rounding)
 // --flip: (b) and the "fp32" sum of 0.01s accumulate in fp16 too. Then matmul-matches-fp32-sum,
 //         fp32-sum-far-more-accurate, blocked-fp16-in-between and fp16-sum-stalls fail;
 //         fp16-error-grows (about (a) alone) still holds.

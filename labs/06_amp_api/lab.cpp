@@ -12,7 +12,7 @@
 // on this MLP's ordinary batches fp16 without a scaler matches fp32 to 0.01%.
 //
 // Run:  build/bin/lab06_amp_api [--device cpu|cuda] [--quick] [--seed N] [--json]
-//       (all three precisions run whatever --dtype says; on CUDA, bf16 where the GPU supports it)
+//       (all three precisions run, so the lab refuses --dtype; on CUDA, bf16 where the GPU supports it)
 // --flip: the resumed runs load model and optimizer but start with a fresh scaler. fp32 and bf16 (scaler
 //         disabled, no state) still resume bit for bit, fp16 does not: check resume-bitwise fails.
 #include <signal.h>

@@ -318,7 +318,7 @@ void report_checks(const Result& m, lab::Report& r) {
 void report(const Result& m, lab::Report& r) {
   const std::string dev = m.ctx.device.str(), lp = lab::short_name(m.ctx.dtype);
   const bool on = !m.ctx.flip;
-  r.dtypes("bf16", "fp32 parameters, " + lp + " autocast (--dtype), float64 reference");
+  r.dtypes(lp, "fp32 parameters, " + lp + " autocast (--dtype), float64 reference");
   if (!on) r.note("FLIP: the same ops run with autocast disabled (Autocast(..., enabled=false))");
   r.section(fmt::format("{} ops under Autocast({}, {}{}) and off ({} inputs: a matmul's output)",
                         m.ops.size(), dev, lp, on ? "" : ", enabled=false", lp));

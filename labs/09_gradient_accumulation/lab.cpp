@@ -10,7 +10,7 @@
 // update with the fp32 whole-batch step at the same weights.
 //
 // Run:  build/bin/lab09_gradient_accumulation [--device cpu|cuda] [--quick] [--seed N] [--json]
-//       (fp16 whatever --dtype says: the type a GradScaler exists for)
+//       (fp16: the type a GradScaler exists for; the lab refuses --dtype)
 // --flip: the lab's own loop steps and updates after every micro-batch (the one-batch loop, unchanged,
 //         inside the accumulation loop): checks accumulated-equals-whole-fp32,
 //         accumulated-within-fp16-error and moving-scale-steps-match fail.
@@ -476,8 +476,7 @@ void report_explained(const Result& m, lab::Report& r) {
 
 void report(const Result& m, lab::Report& r) {
   r.dtypes("fp16", "fp16 autocast, fp32 weights, float64 reference");
-  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
-                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("fp16, the type a GradScaler exists for (the lab refuses --dtype)");
   if (m.ctx.flip) r.note("FLIP: the lab's loop runs backward, step and update after every micro-batch");
   report_compared(m, r);
   report_training(m, r);

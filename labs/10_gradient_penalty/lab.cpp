@@ -12,7 +12,7 @@
 // targets times 1e-4), then trains with the penalty in each.
 //
 // Run:  build/bin/lab10_gradient_penalty [--device cpu|cuda] [--quick] [--seed N] [--json]
-//       (fp16 whatever --dtype says: the type a GradScaler exists for)
+//       (fp16: the type a GradScaler exists for; the lab refuses --dtype)
 // --flip: the fp16 run steps with penalty_step_scaled_grads (below), amp.cpp's step without the multiply by
 //         1/scale: the penalty comes from the scaled gradients. Checks penalty-matches-fp64,
 //         penalty-gradients-match-fp64, training-matches-fp32 and small-gradients-penalty fail.
@@ -526,8 +526,7 @@ void tiny_check(const Result& m, lab::Report& r) {
 
 void report(const Result& m, lab::Report& r) {
   r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
-  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
-                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("fp16, the type a GradScaler exists for (the lab refuses --dtype)");
   r.note("penalty = ||d loss / d weights||_2, added to the loss");
   if (m.ctx.flip) r.note("FLIP: the penalty comes from the scaled gradients (no multiply by 1/scale)");
   report_step0(m, r);

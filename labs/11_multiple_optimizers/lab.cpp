@@ -13,7 +13,7 @@
 // of loss0 + scale1 x fp32's of loss1 (the lab's own fp32 gradients of each loss).
 //
 // Run:  build/bin/lab11_multiple_optimizers [--device cpu|cuda] [--quick] [--seed N] [--json]
-//       (fp16 whatever --dtype says: the type a GradScaler exists for)
+//       (fp16: the type a GradScaler exists for; the lab refuses --dtype)
 // --flip: the lab's own loop gives each optimizer its own scaler and scales each loss with "its" scaler,
 //         as a port that pairs them would: check unscaled-grads-match-fp32 fails.
 #include <algorithm>
@@ -489,8 +489,7 @@ void add_checks(const Result& m, lab::Report& r) {
 
 void report(const Result& m, lab::Report& r) {
   r.dtypes("fp16", "fp32 weights, fp16 autocast, fp32 reference gradients");
-  r.note(fmt::format("fp16 whatever --dtype says{}: the type a GradScaler exists for",
-                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("fp16, the type a GradScaler exists for (the lab refuses --dtype)");
   if (m.ctx.flip)
     r.note("FLIP: the lab's loop gives each optimizer its own scaler, each loss \"its\" scaler");
   report_loops(m, r);

@@ -12,7 +12,7 @@
 // its mm calls meet fp16 and fp32; with CustomFwd + CustomBwd backward runs under the forward's autocast.
 //
 // Run:  build/bin/lab12_custom_autograd [--device cpu|cuda] [--quick] [--seed N] [--json]
-//       (fp16 whatever --dtype says: the 16-bit type with the narrow range)
+//       (fp16: the 16-bit type with the narrow range; the lab refuses --dtype)
 // That the unguarded function overflows follows from the data (activations of std 120, rows of 512): the
 // lab shows it (plain_non_finite, clipped_non_finite, row_sumsq_min), it does not check it.
 // The checks compare with references the lab computes itself: RowNormFp32 on an fp16 leaf h against the
@@ -306,8 +306,7 @@ void report_guarded(const Result& m, lab::Report& r) {
 
 void report(const Result& m, lab::Report& r) {
   r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
-  r.note(fmt::format("fp16 whatever --dtype says{}: the 16-bit type with the narrow range",
-                     m.ctx.dtype_given && m.ctx.dtype != torch::kHalf ? " (bf16 asked for, fp16 used)" : ""));
+  r.note("fp16, the 16-bit type with the narrow range (the lab refuses --dtype)");
   if (m.ctx.flip) r.note("FLIP: the guarded functions lose their guards (no CustomFwd, no CustomBwd)");
   report_norms(m, r);
   report_mixed(m, r);

@@ -16,7 +16,7 @@
 //       It starts the ranks itself, as processes of this executable on 127.0.0.1, and hosts their store.
 //       Across machines, set RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT as torchrun does (rank 0 hosts
 //       the store) and every rank prints the same report. CPU: Gloo. --device cuda: NCCL when every rank
-//       has a GPU of its own, else Gloo on CUDA tensors. fp16 whatever --dtype says (fp16 overflows).
+//       has a GPU of its own, else Gloo on CUDA tensors. fp16 (fp16 overflows); it refuses --dtype.
 //       AMP_LAB_RANK_TIMEOUT=S  the longest any network wait may take, in seconds (default 30).
 //       AMP_LAB_RANK_PIDS=FILE  the spawned ranks' process ids are written there, one a line.
 // That ddp's ranks skip the same steps holds by construction (every rank unscales the same all-reduced

@@ -17,7 +17,7 @@
 // Run:  build/bin/lab16_gradient_clipping [--quick] [--seed N] [--device cpu|cuda] [--json]
 //       It starts the ranks itself, as processes of this executable on 127.0.0.1 (WORLD_SIZE=2..6 for
 //       more; torchrun's RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT for a job of your own, as lab 13).
-//       fp16 whatever --dtype says.
+//       fp16; the lab refuses --dtype.
 // --flip: sharded-total clips each shard by its own norm (no process group given to the clip); checks
 //         global-clip-matches-reference and global-norm-matches-reference then fail.
 #include <algorithm>

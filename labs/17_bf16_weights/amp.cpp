@@ -1,7 +1,9 @@
 // Lab 17's AMP code: three ways to add an fp32 update to bf16 weights. The first keeps an fp32 master
-// copy (4 more bytes per weight); the other two keep none, as Zamirai et al. 2020 ("Revisiting BFloat16
-// Training", arXiv 2010.06192) propose: stochastic rounding (torchao.optim's AdamW(...,
-// bf16_stochastic_round=True)) and Kahan summation with a bf16 compensation buffer (2 more bytes).
+// copy (4 more bytes per weight, kept between steps); the other two keep none, as Zamirai et al. 2020
+// ("Revisiting BFloat16 Training", arXiv 2010.06192) propose: stochastic rounding (torchao.optim's
+// _AdamW(..., bf16_stochastic_round=True)) and Kahan summation with a bf16 compensation buffer (2 more
+// bytes kept). Each call also makes fp32 (and, to round stochastically, int32) temporaries of the weight's
+// size, freed when it returns.
 // lab.cpp computes update = -lr x gradient in fp32 and calls one of them each step.
 // Last, the same for any LibTorch optimizer, in a training loop: amp::Bf16Step around torch::optim::AdamW.
 #include "amp.h"

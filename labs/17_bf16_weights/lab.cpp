@@ -2,12 +2,13 @@
 //
 // Lab 01's lost small updates, in bf16: 8 significant bits, so a weight in [1, 2) moves only in steps of
 // 2^-7 = 0.0078, and an update below half of that is rounded away when it is added to the weight. One
-// small training run (a linear regression fine-tuned from near its teacher with plain SGD, so each
-// update is about a tenth of bf16's spacing at its weight) is trained six ways from the same bf16 start:
+// small training run (a linear regression fine-tuned from near its teacher with plain SGD, whose step-0
+// updates are a median 0.058 of bf16's spacing at their weight at seed 0, the observation update_to_spacing)
+// is trained six ways from the same bf16 start:
 //   fp32 weights (the yardstick), pure bf16 (gradient, update and weights in bf16, round to nearest),
 //   bf16 weights with the fp32 gradient and update (still rounded to nearest when added), bf16 weights
 //   with an fp32 master copy, and two ways without one (Zamirai et al. 2020, arXiv 2010.06192):
-//   stochastic rounding of each sum (torchao.optim AdamW(..., bf16_stochastic_round=True)) and Kahan
+//   stochastic rounding of each sum (torchao.optim's _AdamW(..., bf16_stochastic_round=True)) and Kahan
 //   summation with a bf16 compensation buffer; and, for the quiz, bf16 weights rounded to nearest at 10x
 //   the learning rate (their updates replayed from an fp32 run at that rate).
 // Each run's gradient is computed in fp32 from the weights as stored. Each run trains from the start for
@@ -53,7 +54,7 @@ constexpr double kMinWeight = 0.5;       // teacher weights' magnitudes uniform 
 constexpr double kMaxWeight = 2.0;       // 2^-8 or 2^-7 there
 constexpr double kPerturb = 0.05;        // start = teacher + N(0, 0.05^2): fine-tuning, small updates
 constexpr double kNoise = 0.2;           // target noise: fp32's loss ends near its 0.04
-constexpr double kLr = 0.08;             // SGD; the first updates are about 5e-4, a tenth of the spacing
+constexpr double kLr = 0.08;             // SGD; step 0's median update: 0.058 of the spacing (seed 0)
 constexpr double kLargeLr = 10 * kLr;    // the quiz's "larger learning rate": round to nearest at 10x
 constexpr int64_t kSteps = 400;          // SGD steps per run
 constexpr int64_t kStepsQuick = 200;     // ... in quick mode

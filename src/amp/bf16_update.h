@@ -2,7 +2,7 @@
 // techniques of Zamirai et al. 2020, "Revisiting BFloat16 Training" (arXiv 2010.06192). A bf16 weight of 1
 // has neighbours 1 and 1 + 2^-7, so an update of 1e-4 rounded to nearest is lost every time; rounded
 // stochastically it is kept in expectation, and a Kahan compensation buffer carries the lost residue to
-// the next step. torchao offers the first as AdamW(..., bf16_stochastic_round=True) (torchao.optim; its
+// the next step. torchao offers the first as _AdamW(..., bf16_stochastic_round=True) (torchao.optim; its
 // _fp32_to_bf16_sr in torchao/optim/quant_utils.py is the same bit trick). The usual step:
 //
 //   torch::Tensor update = -lr * grad.to(torch::kFloat);           // fp32, the optimizer's own math

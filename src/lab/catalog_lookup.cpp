@@ -81,4 +81,14 @@ const LabDecl* closest_decl(std::string_view name) {
   return best && best_distance * 3 <= std::max<size_t>(wanted.size(), 3) ? best : nullptr;
 }
 
+std::string labs_taking_dtype() {
+  std::vector<std::string> numbers;
+  for (const auto& decl : catalog())
+    if (decl.takes_dtype()) numbers.push_back(fmt::format("{:02d}", decl.number));
+  std::string out;
+  for (size_t i = 0; i < numbers.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == numbers.size() ? " and " : ", ") + numbers[i];
+  return out.empty() ? "none" : out;
+}
+
 }  // namespace lab

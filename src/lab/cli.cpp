@@ -71,10 +71,33 @@ std::string one_line(const std::exception& e) {
   return safe_line(msg);
 }
 
+namespace {
+
+// What --help says of the lab's types, and a refused --dtype's message: from its declaration.
+std::string types_line(const LabInfo& info) {
+  const LabDecl* decl = info.decl;
+  if (!decl || decl->types.empty()) return "";
+  if (decl->takes_dtype()) return "Types: " + decl->types + " (--dtype above).";
+  return "Types: " + decl->types + ", fixed by the lab's question: --dtype does not apply (labs " +
+         labs_taking_dtype() + " take it).";
+}
+
+UsageError dtype_refused(const LabInfo& info) {
+  const std::string types =
+      info.decl && !info.decl->types.empty() ? info.decl->types : "the types its question fixes";
+  return UsageError("--dtype does not apply to this lab: it runs " + types +
+                    ", which its question fixes (--dtype chooses the 16-bit type in labs " +
+                    labs_taking_dtype() + ")");
+}
+
+}  // namespace
+
 int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::string& program) {
   // The neutral heading, not the title: the title states the answer of the lab's quiz question.
   cxxopts::Options options(program, info.heading + " (quiz question " + std::to_string(info.question) + ")");
-  add_context_options(options);
+  // --dtype is there only in a lab that declares what it chooses (labs/catalog.cpp's dtype_choice).
+  const bool takes_dtype = info.decl && info.decl->takes_dtype();
+  add_context_options(options, takes_dtype ? info.decl->dtype_choice : "");
   add_lab_options(options);
   Context ctx;
   bool json = false, no_color = false;
@@ -87,11 +110,14 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
   }
   try {
     check_argv(argc, argv);
+    if (!takes_dtype && names_option(argc, argv, "dtype")) throw dtype_refused(info);
     auto args = options.parse(argc, argv);
     if (flag(args, "help")) {
       const size_t width = terminal_width();
-      std::cout << help_text(options, width) << "\n"
-                << paragraph(
+      std::cout << help_text(options, width) << "\n";
+      if (const std::string types = types_line(info); !types.empty())
+        std::cout << paragraph("", types, width, 0) << "\n";
+      std::cout << paragraph(
                        "",
                        "Exit codes: 0 every check holds, 1 a check failed, 2 bad usage, 3 the lab failed.",
                        width, 0)

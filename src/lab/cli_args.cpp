@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -137,14 +138,25 @@ std::string help_text(const cxxopts::Options& options, size_t width) {
   return out;
 }
 
-void add_context_options(cxxopts::Options& options) {
+void add_context_options(cxxopts::Options& options, const std::string& dtype_help) {
   options.add_options()("device", "auto, cpu or cuda (auto picks CUDA when present)",
-                        cxxopts::value<std::string>()->default_value("auto"))(
-      "dtype", "16-bit type: fp16 or bf16 (default: bf16 on CPU, fp16 on CUDA)",
-      cxxopts::value<std::string>())("seed", "random seed (a non-negative integer)",
-                                     cxxopts::value<std::string>()->default_value("0"))(
+                        cxxopts::value<std::string>()->default_value("auto"));
+  if (!dtype_help.empty()) options.add_options()("dtype", dtype_help, cxxopts::value<std::string>());
+  options.add_options()("seed", "random seed (a non-negative integer)",
+                        cxxopts::value<std::string>()->default_value("0"))(
       "quick", "smallest sizes that still show the effect (for tests)")(
       "flip", "remove the cause of the effect; the lab's checks should then fail");
+}
+
+bool names_option(int argc, const char* const* argv, const std::string& name) {
+  const std::string flag = "--" + name;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") return false;  // what follows is positional
+    if (arg == flag || (arg.size() > flag.size() && arg.substr(0, flag.size() + 1) == flag + "="))
+      return true;
+  }
+  return false;
 }
 
 void add_lab_options(cxxopts::Options& options) {

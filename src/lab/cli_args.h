@@ -56,8 +56,17 @@ std::vector<int> parse_question_list(const std::string& text, int count,
 // word wider than the room keeps a line of its own.
 std::string help_text(const cxxopts::Options& options, size_t width);
 
-// --device auto|cpu|cuda, --dtype fp16|bf16, --seed N, --quick, --flip
-void add_context_options(cxxopts::Options& options);
+// --dtype's description on the runner's command line, which passes it on to the labs that take one.
+inline constexpr const char* kRunnerDtypeHelp =
+    "fp16 or bf16: the 16-bit type of the labs that take --dtype (amp-lab list names them)";
+
+// --device auto|cpu|cuda, --seed N, --quick, --flip, and --dtype fp16|bf16 described by `dtype_help`; an
+// empty `dtype_help` leaves --dtype out (a lab whose question fixes its types: lab_cli refuses it).
+void add_context_options(cxxopts::Options& options, const std::string& dtype_help = kRunnerDtypeHelp);
+
+// Whether argv (after argv[0]) names the option `--name`, as "--name VALUE" or "--name=VALUE".
+bool names_option(int argc, const char* const* argv, const std::string& name);
+
 // --json, --no-color, -h/--help: the rest of a lab's command line.
 void add_lab_options(cxxopts::Options& options);
 

@@ -24,11 +24,21 @@ std::set<std::string> cpu_flags() {
 }
 
 std::string cpu_model() {
+  // The first processor's lines; "model name" alone does not tell one generation from another (a KVM
+  // guest's "AMD EPYC" is family 25 on one machine and 26 on another, with other 16-bit speeds).
   std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
+  std::string line, name, family, model;
+  while (std::getline(in, line) && !(line.empty() && !name.empty())) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) continue;
+    const std::string key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const std::string value = colon + 2 <= line.size() ? line.substr(colon + 2) : "";
+    if (key == "model name") name = value;
+    if (key == "cpu family") family = value;
+    if (key == "model") model = value;
+  }
+  if (name.empty()) return "unknown CPU";
+  return family.empty() || model.empty() ? name : name + ", family " + family + " model " + model;
 }
 
 Hardware hardware_of(torch::Device device) {

@@ -13,7 +13,8 @@ namespace lab {
 
 // The words of the first "flags" line of /proc/cpuinfo; empty when it cannot be read (not Linux).
 std::set<std::string> cpu_flags();
-// The "model name" of /proc/cpuinfo, or "unknown CPU".
+// The "model name" of /proc/cpuinfo with its "cpu family" and "model" ("AMD EPYC, family 25 model 17"),
+// or "unknown CPU".
 std::string cpu_model();
 
 // The CPU flags that name 16-bit instructions, in this order (the others are checked too): avx512_bf16
@@ -28,7 +29,7 @@ inline const std::vector<std::string>& native_16bit_flags() {
 // `hardware_of`; tests build one by hand to check the wording for machines that are not here.
 struct Hardware {
   bool cuda = false;
-  std::string name;                 // "AMD EPYC", "NVIDIA H200 (sm_90)"
+  std::string name;                 // "AMD EPYC, family 25 model 17", "NVIDIA H200 (sm_90)"
   int compute_capability = 0;       // CUDA: major*10+minor
   std::set<std::string> cpu_flags;  // CPU: /proc/cpuinfo flags (empty: unknown)
 };

@@ -193,7 +193,14 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
   LabOutcome o;
   const std::string path = lab_path(decl);
   std::vector<std::string> args{path, "--json"};
-  args.insert(args.end(), flags.begin(), flags.end());
+  // The walk's --dtype goes to the labs that take one; the others refuse it (their types are fixed).
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if (flags[i] == "--dtype" && !decl.takes_dtype()) {
+      ++i;  // and its value
+      continue;
+    }
+    args.push_back(flags[i]);
+  }
   LiveLine line(out, live, "running " + lab_name(decl));
   // Its own process group (lab/child_process.h), so the terminal's Ctrl-C reaches the runner alone and the
   // runner decides when the lab stops; should the runner die without stopping it, the lab gets SIGTERM.

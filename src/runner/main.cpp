@@ -69,7 +69,8 @@ constexpr const char* kUsage =
 constexpr const char* kRunUsage =
     "usage: amp-lab run LAB [--device auto|cpu|cuda] [--dtype fp16|bf16] [--seed N] [--quick] [--flip] "
     "[--json]\n"
-    "LAB: an id from `amp-lab list` (loss-scaling or loss_scaling), or a question number (2 or 02)\n";
+    "LAB: an id from `amp-lab list` (loss-scaling or loss_scaling), or a question number (2 or 02)\n"
+    "--dtype: for the labs that take it (amp-lab list names them); the others refuse it\n";
 
 // Text for standard output; a closed stdout or a full disk is exit 3 with one line, not a silent 0.
 int print(const std::string& text) {
@@ -148,6 +149,12 @@ int cmd_list(int argc, const char* const* argv) {
                    "",
                    "amp-lab run LAB runs one lab: LAB is its number (2 or 02), its name or its executable.",
                    width, 0)
+            << "\n";
+  std::cout << lab::paragraph("",
+                              "--dtype fp16|bf16 chooses the 16-bit type of labs " +
+                                  lab::labs_taking_dtype() +
+                                  "; the others run the types their question is about and refuse it.",
+                              width, 0)
             << "\n";
   return lab::kExitPass;
 }
