@@ -28,9 +28,9 @@ set(AMP_LAB_BUILT_WITH_TORCH_VERSION "${Torch_VERSION}")
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/amp_labConfig.cmake.in
   ${PROJECT_BINARY_DIR}/package/amp_labConfig.cmake
   INSTALL_DESTINATION ${AMP_LAB_CMAKE_DIR})
-# 0.y.z: a minor version may change the API, so a request for 0.3 accepts 0.3.x only.
+# From 1.0.0 only a major version may break the API, so a request for 1.0 accepts any 1.y.z from 1.0 on.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/amp_labConfigVersion.cmake
-  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/package/amp_labConfig.cmake ${PROJECT_BINARY_DIR}/package/amp_labConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/AmpLabTorch.cmake
         DESTINATION ${AMP_LAB_CMAKE_DIR} COMPONENT amp_lab_library)

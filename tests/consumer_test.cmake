@@ -11,10 +11,14 @@
 #                 library; the consumer runs and its loss goes down
 # Arguments (-D): STEP, SOURCE_DIR, BINARY_DIR (amp-lab's build), WORK (a folder of this test's own),
 # GENERATOR, CCACHE (ccache, if found: it serves the consumer builds too), VERSION,
-# TORCH_DIR (for the subproject build, whose parent finds LibTorch the usual way).
+# TORCH_DIR (for the subproject build, whose parent finds LibTorch the usual way), CXX_STANDARD (the one the
+# found LibTorch asks for: 17 for 2.13, 20 for 2.14; the consumer is built with exactly -std=c++<it>).
 cmake_minimum_required(VERSION 3.18)
 
 set(prefix ${WORK}/prefix)
+if(NOT CXX_STANDARD OR CXX_STANDARD LESS 17)
+  set(CXX_STANDARD 17)  # the amp headers' own minimum
+endif()
 set(launcher)
 if(CCACHE)
   # Paths relative to the clone (WORK is inside it), so other clones and later runs share the objects.
@@ -48,23 +52,31 @@ function(require_match text regex what)
   endif()
 endfunction()
 
-# Configure and build tests/consumer in WORK/<name>, run it, require the loss to have gone down.
+# Configure and build tests/consumer in WORK/<name> at CXX_STANDARD, run it: every public header included,
+# each component's misuse caught as amp::Error, both losses (GradScaler, bf16 weights with amp::Bf16Step) down.
 function(build_and_run_consumer name)
   set(build ${WORK}/${name})
   file(REMOVE_RECURSE ${build})
   run("configure the consumer (${name})" COMMAND ${CMAKE_COMMAND} -S ${consumer_src} -B ${build} -G ${GENERATOR}
-      -DCMAKE_BUILD_TYPE=Release ${launcher} ${ARGN})
+      -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_STANDARD=${CXX_STANDARD} ${launcher} ${ARGN})
   run("build the consumer (${name})" COMMAND ${CMAKE_COMMAND} --build ${build})
   run("run the consumer (${name})" COMMAND ${build}/amp_consumer OUTPUT out)
   message(STATUS "${out}")
-  require_match("${out}" "skipped by the scaler\\): went down" "the consumer's training")
+  require_match("${out}" "C\\+\\+ 20${CXX_STANDARD}[0-9][0-9]," "the consumer's language standard")
+  require_match("${out}" "\n([0-9]+) of ([0-9]+) misuses threw amp::Error; the loss went down with the GradScaler and went down with Bf16Step"
+                "the consumer's misuses and training")
+  string(REGEX MATCH "\n([0-9]+) of ([0-9]+) misuses" counted "${out}")
+  if(NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2 OR CMAKE_MATCH_2 LESS 9)
+    message(FATAL_ERROR "the consumer: ${CMAKE_MATCH_1} of ${CMAKE_MATCH_2} misuses threw amp::Error (9 expected)")
+  endif()
 endfunction()
 
 if(STEP STREQUAL "install")
   file(REMOVE_RECURSE ${prefix})
   run("cmake --install" COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
   foreach(f include/amp/autocast.h include/amp/grad_scaler.h include/amp/checkpoint.h include/amp/device_caps.h
-            include/amp/nonfinite.h include/amp/bf16_update.h include/amp/clip.h
+            include/amp/nonfinite.h include/amp/bf16_update.h include/amp/bf16_step.h include/amp/clip.h
+            include/amp/custom_function.h include/amp/distributed.h include/amp/error.h
             lib/libamp_lab.a lib/cmake/amp_lab/amp_labConfig.cmake lib/cmake/amp_lab/amp_labConfigVersion.cmake
             lib/cmake/amp_lab/amp_labTargets.cmake lib/cmake/amp_lab/AmpLabTorch.cmake bin/amp-lab bin/lab01_master_weights bin/lab08_autocast_policy
             share/amp-lab/quiz.yaml share/amp-lab/glossary.yaml share/amp-lab/exercises.yaml

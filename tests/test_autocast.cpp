@@ -158,9 +158,10 @@ TEST_CASE("CUDA requests follow Python's checks: float32 accepted, bf16 only whe
   }
   CHECK_NOTHROW(amp::check_autocast_request(torch::kCUDA, torch::kFloat, no_bf16));
   CHECK_NOTHROW(amp::check_autocast_request(torch::kCUDA, torch::kHalf, no_bf16));
-  CHECK_THROWS_WITH_AS(amp::check_autocast_request(torch::kCUDA, torch::kBFloat16, no_bf16),
-                       "Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
-                       amp::AutocastError);
+  CHECK_THROWS_WITH_AS(
+      amp::check_autocast_request(torch::kCUDA, torch::kBFloat16, no_bf16),
+      "amp::Autocast: Current CUDA Device does not support bfloat16. Please switch dtype to float16.",
+      amp::AutocastError);
   // What Python warns about and disables, refused here: no GPU, a CPU dtype outside fp16/bf16.
   CHECK_THROWS_WITH_AS(amp::check_autocast_request(torch::kCUDA, torch::kHalf, no_gpu),
                        doctest::Contains("no CUDA device"), amp::AutocastError);

@@ -227,37 +227,40 @@ TEST_CASE(
   torch::Tensor dst = torch::zeros({4}, torch::kBFloat16);
   torch::Tensor f32 = torch::ones({4});
   CHECK_THROWS_WITH_AS(amp::stochastic_round_(f32, f32),
-                       "stochastic_round_: dst must be bf16 (BFloat16), got Float", amp::Bf16UpdateError);
+                       "amp::stochastic_round_: dst must be bf16 (BFloat16), got Float",
+                       amp::Bf16UpdateError);
   CHECK_THROWS_WITH_AS(amp::stochastic_round_(dst, dst),
-                       "stochastic_round_: src must be fp32 (Float), got BFloat16", amp::Bf16UpdateError);
+                       "amp::stochastic_round_: src must be fp32 (Float), got BFloat16",
+                       amp::Bf16UpdateError);
   CHECK_THROWS_WITH_AS(amp::stochastic_round_(dst, torch::ones({2, 2})),
-                       "stochastic_round_: dst and src differ in shape: [4] and [2, 2]",
+                       "amp::stochastic_round_: dst and src differ in shape: [4] and [2, 2]",
                        amp::Bf16UpdateError);
   // A meta tensor stands for another device on a CPU-only machine.
   CHECK_THROWS_WITH_AS(amp::stochastic_round_(dst, torch::ones({4}, torch::Device("meta"))),
-                       "stochastic_round_: dst is on cpu, src on meta: both must be on one device",
+                       "amp::stochastic_round_: dst is on cpu, src on meta: both must be on one device",
                        amp::Bf16UpdateError);
   torch::Tensor meta_dst =
       torch::empty({4}, torch::TensorOptions(torch::kBFloat16).device(torch::Device("meta")));
   CHECK_THROWS_WITH_AS(amp::stochastic_round_(meta_dst, torch::ones({4}, torch::Device("meta")), seeded(1)),
-                       "stochastic_round_: gen is a generator of cpu, the tensors are on meta",
+                       "amp::stochastic_round_: gen is a generator of cpu, the tensors are on meta",
                        amp::Bf16UpdateError);
   torch::Tensor undefined;
   CHECK_THROWS_WITH_AS(amp::stochastic_round_(undefined, f32),
-                       "stochastic_round_: dst is an undefined tensor", amp::Bf16UpdateError);
+                       "amp::stochastic_round_: dst is an undefined tensor", amp::Bf16UpdateError);
   CHECK_THROWS_WITH_AS(amp::stochastic_round_add_(dst, dst), doctest::Contains("update must be fp32"),
                        amp::Bf16UpdateError);
   CHECK_THROWS_WITH_AS(amp::stochastic_round_add_(dst, torch::ones({5})),
-                       "stochastic_round_add_: weight and update differ in shape: [4] and [5]",
+                       "amp::stochastic_round_add_: weight and update differ in shape: [4] and [5]",
                        amp::Bf16UpdateError);
   torch::Tensor comp32 = torch::zeros({4});
   CHECK_THROWS_WITH_AS(amp::kahan_add_(dst, comp32, f32),
-                       "kahan_add_: compensation must be bf16 (BFloat16), got Float", amp::Bf16UpdateError);
+                       "amp::kahan_add_: compensation must be bf16 (BFloat16), got Float",
+                       amp::Bf16UpdateError);
   torch::Tensor comp3 = torch::zeros({3}, torch::kBFloat16);
   CHECK_THROWS_WITH_AS(amp::kahan_add_(dst, comp3, f32), doctest::Contains("differ in shape: [4] and [3]"),
                        amp::Bf16UpdateError);
   CHECK_THROWS_WITH_AS(amp::kahan_add_(dst, dst, f32),
-                       "kahan_add_: compensation shares its memory with weight", amp::Bf16UpdateError);
+                       "amp::kahan_add_: compensation shares its memory with weight", amp::Bf16UpdateError);
   CHECK(dst.eq(0).all().item<bool>());  // every refusal came before a write
 }
 

@@ -45,7 +45,7 @@ RankOutcome one_step(int rank, int listen_fd, int port, int inf_rank, bool globa
   torch::Tensor w = torch::ones({1}, torch::requires_grad());
   torch::optim::SGD opt({w}, torch::optim::SGDOptions(0.5));
   amp::GradScalerOptions options{.init_scale = kInitScale};
-  if (global_verdict) options.process_group = amp::found_inf_all_reduce(pg);
+  if (global_verdict) options.found_inf_reducer = amp::found_inf_all_reduce(pg);
   amp::GradScaler scaler(torch::kCPU, options);
   scaler.scale(w.sum()).backward();
   if (rank == inf_rank) w.mutable_grad().fill_(kInf);

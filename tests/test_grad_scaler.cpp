@@ -69,9 +69,7 @@ bool train_step(Problem& p, amp::GradScaler& scaler, float poison = 0) {
 
 // Whether scaler.update(value) compiles for a value of type T.
 template <typename T>
-concept UpdatableWith = requires(amp::GradScaler& s, T v) {
-  s.update(v);
-};
+concept UpdatableWith = requires(amp::GradScaler& s, T v) { s.update(v); };
 
 // Records the ATen ops this thread dispatches while it lives (a RecordFunction callback): the op's name
 // and, for a tensor-list first argument, the dtypes in it. Seen from outside the library.
@@ -163,14 +161,53 @@ TEST_CASE("scale() multiplies one tensor or a list of tensors by the current sca
   CHECK(outs[1].item<float>() == -16.0f);
 }
 
+// A reducer standing for another rank that saw an inf: it raises every flag it is given.
+struct InfElsewhere : amp::FoundInfReducer {
+  int calls = 0;
+  void all_reduce(std::vector<std::pair<torch::Device, torch::Tensor>>& found_inf_per_device,
+                  torch::Device) override {
+    ++calls;
+    for (auto& [device, flag] : found_inf_per_device) flag.fill_(1.0);
+  }
+};
+
+TEST_CASE("found_inf_reducer, and the deprecated process_group, make every rank skip on another rank's inf") {
+  auto reducer = std::make_shared<InfElsewhere>();
+  {
+    Problem p;
+    amp::GradScaler scaler(kCpu, {.init_scale = 1024.0, .found_inf_reducer = reducer});
+    CHECK(scaler.found_inf_reducer() == reducer);
+    CHECK_FALSE(train_step(p, scaler));  // this rank's gradients are finite: the reducer's verdict decides
+    CHECK(reducer->calls == 1);
+    CHECK(scaler.get_scale() == 512.0);
+    CHECK(scaler.clone().found_inf_reducer() == reducer);  // a copy still decides with the other ranks
+  }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  amp::GradScalerOptions old_name;
+  old_name.init_scale = 1024.0;
+  old_name.process_group = reducer;  // 0.x code: still read in 1.x
+  amp::GradScalerOptions both = old_name;
+  both.found_inf_reducer = std::make_shared<InfElsewhere>();
+#pragma GCC diagnostic pop
+  Problem p;
+  amp::GradScaler scaler(kCpu, old_name);
+  CHECK(scaler.found_inf_reducer() == reducer);
+  CHECK_FALSE(train_step(p, scaler));
+  CHECK(reducer->calls == 2);
+  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, both), doctest::Contains("found_inf_reducer and the deprecated"),
+                       amp::Error);
+}
+
 TEST_CASE("unscale_ twice before update is refused with Python's message") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.unscale_(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt),
-                       "unscale_() has already been called on this optimizer since the last update().",
-                       amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(
+      scaler.unscale_(p.opt),
+      "amp::GradScaler: unscale_() has already been called on this optimizer since the last update().",
+      amp::GradScalerError);
 }
 
 TEST_CASE("unscale_ after step is refused") {
@@ -178,7 +215,7 @@ TEST_CASE("unscale_ after step is refused") {
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.step(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), "unscale_() is being called after step().",
+  CHECK_THROWS_WITH_AS(scaler.unscale_(p.opt), "amp::GradScaler: unscale_() is being called after step().",
                        amp::GradScalerError);
 }
 
@@ -187,7 +224,8 @@ TEST_CASE("step twice before update is refused") {
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
   scaler.step(p.opt);
-  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "step() has already been called since the last update().",
+  CHECK_THROWS_WITH_AS(scaler.step(p.opt),
+                       "amp::GradScaler: step() has already been called since the last update().",
                        amp::GradScalerError);
 }
 
@@ -195,7 +233,8 @@ TEST_CASE("update with no inf checks recorded is refused") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss()).backward();
-  CHECK_THROWS_WITH_AS(scaler.update(), "No inf checks were recorded prior to update.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(), "amp::GradScaler: No inf checks were recorded prior to update.",
+                       amp::GradScalerError);
 }
 
 TEST_CASE("step, unscale_ and update before any scale() are refused") {
@@ -212,7 +251,7 @@ TEST_CASE("step on an optimizer without gradients is refused") {
   Problem p;
   amp::GradScaler scaler(kCpu);
   scaler.scale(p.loss());  // no backward: no grads
-  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "No inf checks were recorded for this optimizer.",
+  CHECK_THROWS_WITH_AS(scaler.step(p.opt), "amp::GradScaler: No inf checks were recorded for this optimizer.",
                        amp::GradScalerError);
 }
 
@@ -222,14 +261,15 @@ TEST_CASE("fp16 gradients are refused: the parameters must be fp32 master weight
   amp::GradScaler scaler(kCpu);
   scaler.scale((w * 2).sum()).backward();
   REQUIRE(dtype_of(w.grad()) == dtype_name(torch::kHalf));
-  CHECK_THROWS_WITH_AS(scaler.unscale_(opt), "Attempting to unscale FP16 gradients.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.unscale_(opt), "amp::GradScaler: Attempting to unscale FP16 gradients.",
+                       amp::GradScalerError);
 }
 
 TEST_CASE("growth and backoff factors are validated like Python's") {
-  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.growth_factor = 1.0}), "The growth factor must be > 1.0.",
-                       amp::GradScalerError);
-  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.backoff_factor = 1.0}), "The backoff factor must be < 1.0.",
-                       amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.growth_factor = 1.0}),
+                       "amp::GradScaler: The growth factor must be > 1.0.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(amp::GradScaler(kCpu, {.backoff_factor = 1.0}),
+                       "amp::GradScaler: The backoff factor must be < 1.0.", amp::GradScalerError);
   CHECK_NOTHROW(amp::GradScaler(kCpu, {.growth_factor = 1.0, .enabled = false}));
 }
 
@@ -703,7 +743,8 @@ TEST_CASE("with two update() calls per iteration the growth tracker counts two c
   // growth_interval 4 is reached after two iterations, not four: the scale grew and the tracker restarted.
   CHECK(scaler.get_scale() == 2048.0);
   CHECK(scaler.state_dict().growth_tracker == 0);
-  CHECK_THROWS_WITH_AS(scaler.update(), "No inf checks were recorded prior to update.", amp::GradScalerError);
+  CHECK_THROWS_WITH_AS(scaler.update(), "amp::GradScaler: No inf checks were recorded prior to update.",
+                       amp::GradScalerError);
 }
 
 namespace {
@@ -748,10 +789,10 @@ struct FullTmpfs {
 // no privilege needed); SIGXFSZ is ignored, so a write past the limit fails with EFBIG instead of killing us.
 struct FileSizeLimit {
   rlimit before{};
-  struct sigaction old_action {};
+  struct sigaction old_action{};
   explicit FileSizeLimit(rlim_t bytes) {
     REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
-    struct sigaction ignore {};
+    struct sigaction ignore{};
     ignore.sa_handler = SIG_IGN;
     REQUIRE(::sigaction(SIGXFSZ, &ignore, &old_action) == 0);
     const rlimit limited{bytes, before.rlim_max};
@@ -808,7 +849,7 @@ TEST_CASE("a checkpoint on a full disk throws one line naming the path and the c
   }
   const auto target = full.folder.path / "ckpt.pt";
   const std::string message = save_error(big, target);
-  CHECK(message == "checkpoint: cannot write " + target.string() + ": No space left on device");
+  CHECK(message == "amp::checkpoint: cannot write " + target.string() + ": No space left on device");
   CHECK(full.folder.names().empty());  // neither the checkpoint nor a temporary file
 
   // A previous checkpoint at the path survives a failed save unchanged.
@@ -830,7 +871,7 @@ TEST_CASE("a checkpoint past the file-size limit throws one line with the cause,
     CHECK(save_error(big, target) == message);
     kept = read_all(target);
   }
-  CHECK(message == "checkpoint: cannot write " + target.string() + ": File too large");
+  CHECK(message == "amp::checkpoint: cannot write " + target.string() + ": File too large");
   CHECK(message.find('\n') == std::string::npos);
   CHECK(kept == "the previous checkpoint");
   CHECK(folder.names() == std::set<std::string>{"ckpt.pt"});
@@ -847,7 +888,7 @@ TEST_CASE("a checkpoint into a folder that does not exist throws one line naming
   BigProblem big;
   const auto target = folder.path / "missing" / "ckpt.pt";
   CHECK(save_error(big, target) ==
-        "checkpoint: cannot write " + target.string() + ": No such file or directory");
+        "amp::checkpoint: cannot write " + target.string() + ": No such file or directory");
 }
 
 }  // namespace test_grad_scaler

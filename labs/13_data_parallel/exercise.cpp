@@ -12,7 +12,7 @@
 //   amp-lab watch 13    the same on every save, until every check holds
 //
 // amp/distributed.h: amp::found_inf_all_reduce(pg) makes an all-reduce of found_inf over the process
-// group pg; a scaler whose GradScalerOptions::process_group is set all-reduces found_inf before step()
+// group pg; a scaler whose GradScalerOptions::found_inf_reducer is set all-reduces found_inf before step()
 // decides (PyTorch's ShardedGradScaler). From amp.h: kInitScale (2^16), kGrowthInterval (3).
 #include "amp.h"
 

@@ -6,7 +6,7 @@
 //   ddp             the scaled gradients are all-reduced; every rank unscales, checks and steps all of them;
 //   sharded-local   ZeRO-2 style: each rank unscales, checks and steps only the parameters it owns, then
 //                   broadcasts them; its scaler sees only its shard's found_inf;
-//   sharded-global  the same, the scaler given the process group (GradScalerOptions::process_group):
+//   sharded-global  the same, the scaler given the process group (GradScalerOptions::found_inf_reducer):
 //                   found_inf is all-reduced before step() decides.
 // The scale grows every 3 steps, so the last layer's gradient keeps overflowing while the first layers'
 // stay finite: the inf lands in one rank's shard. The ranks, their store and their process group are
@@ -533,7 +533,7 @@ void report(const Result& m, lab::Report& r) {
   r.takeaway(
       "DDP all-reduces the gradients before unscaling, so every rank checks every inf; with sharded "
       "gradients each rank checks only its shard, and found_inf must be all-reduced (ShardedGradScaler, "
-      "GradScalerOptions::process_group) for one verdict");
+      "GradScalerOptions::found_inf_reducer) for one verdict");
 
   report_checks(m, o, a, r);
 }

@@ -11,7 +11,7 @@
 //   sharded-total   two ranks, ZeRO style (each steps the parameters it owns, then broadcasts them):
 //                   amp.cpp's step, the clip factor from the global norm (all-reduced squared shard norms);
 //   sharded-own     two ranks: each clips its shard by its own shard's norm (written here).
-// Both sharded runs use a GradScaler given the process group (amp::found_inf_all_reduce), so an inf in one
+// Both sharded runs use amp.cpp's make_scaler(..., pg) (amp::found_inf_all_reduce), so an inf in one
 // rank's shard skips the step on every rank. The ranks are src/lab/rank_launch.h's (lab::run_ranks).
 //
 // Run:  build/bin/lab16_gradient_clipping [--quick] [--seed N] [--device cpu|cuda] [--json]
@@ -166,7 +166,7 @@ Trace whole_run(uint64_t seed, int64_t steps, torch::Device device, bool clip_fi
   torch::nn::Sequential model = make_mlp(seed, device);
   const std::vector<torch::Tensor> params = model->parameters();
   torch::optim::SGD opt(params, torch::optim::SGDOptions(kLr));
-  amp::GradScaler scaler(device, {.init_scale = kInitScale});
+  amp::GradScaler scaler = make_scaler(device, kInitScale, /*group=*/{});
   Trace t;
   for (int64_t step = 0; step < steps; ++step) {
     const Batch b = batch_of(seed, step, device);
@@ -221,8 +221,7 @@ Trace run_on_rank(bool global, const lab::RankSlot& r, const RunSetup& s) {
     if (owners.back() == r.rank) mine.push_back(params[i]);
   }
   torch::optim::SGD opt(mine, torch::optim::SGDOptions(kLr));
-  amp::GradScaler scaler(r.device,
-                         {.init_scale = kInitScale, .process_group = amp::found_inf_all_reduce(pg)});
+  amp::GradScaler scaler = make_scaler(r.device, kInitScale, pg);  // amp.cpp's: found_inf all-reduced
   Trace t;
   for (int64_t step = 0; step < s.steps; ++step) {
     const Batch b = batch_of(s.seed, step, r.device);

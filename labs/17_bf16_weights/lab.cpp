@@ -21,6 +21,8 @@
 // counts: stochastic rounding and Kahan leave most weights unchanged at any one step and still keep the
 // update). Last it draws stochastic rounding 4096 times: its mean matches the fp32 value within a few
 // binomial sigmas, and over 64 repeated adds the draws' spread is the independent binomial's.
+// And any LibTorch optimizer on bf16 weights: amp.cpp's training loop, AdamW through amp::Bf16Step on
+// a bf16 Linear from zero weights, must bring its loss below 5% of its first.
 //
 // Run:  build/bin/lab17_bf16_weights [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (--dtype does not apply: the lab is about bf16)
@@ -68,6 +70,8 @@ constexpr double kKeptLost = 0.10;       // stochastic rounding, Kahan: at most 
 constexpr double kTrackTol = 0.10;       // ... and final loss within 10% of fp32's
 constexpr double kMasterLost = 0.01;     // fp32 master copy: at most 1% lost ...
 constexpr double kMasterTol = 0.05;      // ... and final loss within 5% of fp32's
+constexpr double kAdamLr = 0.05;         // amp::Bf16Step(AdamW) on bf16 weights from zero (amp.cpp)
+constexpr double kAdamDrop = 0.05;       // ... its last loss below 5% of its first
 
 // ---- measure -----------------------------------------------------------------------------------------
 
@@ -220,6 +224,7 @@ struct Result {
   double update_to_spacing = 0;  // step 0: median |update| / bf16's spacing at the weight
   std::array<Run, kWays> runs{};
   Draws draws;
+  double adamw_first = 0, adamw_last = 0;  // amp.cpp's train_bf16_adamw: the first and last step's loss
   const Run& run(Way way) const { return runs[static_cast<int>(way)]; }
 };
 
@@ -238,6 +243,17 @@ Result measure(const lab::Context& ctx) {
   for (int i = 0; i < kWays; ++i)
     replay(p, static_cast<Way>(i), static_cast<Way>(i) == Way::LargeLr ? large : updates, up, m.runs[i]);
   m.draws = measure_draws(up, ctx.device);
+  // Any LibTorch optimizer on bf16 weights, no master copy: amp.cpp's loop, AdamW from zero weights.
+  torch::nn::Linear model(torch::nn::LinearOptions(kIn, kOut).bias(false));
+  {
+    torch::NoGradGuard no_grad;
+    model->weight.zero_();
+  }
+  model->to(ctx.device, torch::kBFloat16);
+  const torch::Tensor losses = lab17::train_bf16_adamw(
+      model, p.x64.to(torch::kBFloat16), p.y64.to(torch::kBFloat16), m.steps, kAdamLr, ctx.seed);
+  m.adamw_first = losses[0].item<double>();
+  m.adamw_last = losses[-1].item<double>();
   return m;
 }
 
@@ -371,6 +387,11 @@ void report_checks(const Result& m, lab::Report& r) {
           d.spread_ratio >= kSpreadMin && d.spread_ratio <= kSpreadMax,
           fmt::format("spread {:.3f}x the binomial's after {} adds (need {} to {})", d.spread_ratio, kRepeats,
                       kSpreadMin, kSpreadMax));
+  // Catches a training loop whose optimizer step does not reach the bf16 weights (or rounds it away).
+  r.check("bf16-step-trains", "AdamW through amp::Bf16Step trains the bf16 weights",
+          m.adamw_last < kAdamDrop * m.adamw_first,
+          fmt::format("loss {} -> {} (need below {} of the first)", lab::sci(m.adamw_first),
+                      lab::sci(m.adamw_last), lab::percent(kAdamDrop, 0)));
   r.takeaway(fmt::format(
       "bf16 keeps 8 significant bits, so an update of {:.2f} of the gap rounds away; rounding the sum "
       "stochastically keeps it on average at {:g} B per weight, a Kahan residue at {:g} B, a master copy at "
@@ -383,6 +404,10 @@ void report(const Result& m, lab::Report& r) {
   if (m.ctx.flip) r.note("FLIP: the \"stochastic\" and \"Kahan\" updates are round-to-nearest bf16 adds");
   report_runs(m, r);
   report_draws(m, r);
+  r.detail_section("Any LibTorch optimizer on bf16 weights: amp::Bf16Step around AdamW (amp.cpp)");
+  r.observe("bf16_step_adamw_loss",
+            fmt::format("{} AdamW steps (lr {}) from zero weights: last loss", m.steps, kAdamLr),
+            m.adamw_last, "", fmt::format("{} (first {})", lab::sci(m.adamw_last), lab::sci(m.adamw_first)));
   report_checks(m, r);
 }
 

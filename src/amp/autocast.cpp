@@ -12,30 +12,31 @@ namespace amp {
 // without a GPU, a CPU dtype other than fp16/bf16) we refuse, so a lab never measures fp32 by accident.
 void check_autocast_request(c10::DeviceType dev, c10::ScalarType dtype, const AutocastDeviceCaps& caps) {
   if (dev != c10::DeviceType::CPU && dev != c10::DeviceType::CUDA) {
-    throw AutocastError("amp::Autocast supports the cpu and cuda devices only, got " +
-                        c10::DeviceTypeName(dev, /*lower_case=*/true));
+    throw AutocastError("Autocast", "only the cpu and cuda devices are supported, got " +
+                                        c10::DeviceTypeName(dev, /*lower_case=*/true));
   }
   if (dev == c10::DeviceType::CUDA) {
     if (!caps.cuda_available) {
-      throw AutocastError("amp::Autocast: CUDA autocast requested, but no CUDA device is available");
+      throw AutocastError("Autocast", "CUDA autocast requested, but no CUDA device is available");
     }
     // Python's only dtype check on CUDA; is_bf16_supported() counts emulated bf16 (pre-Ampere) as support.
     if (dtype == c10::kBFloat16 && !caps.cuda_bf16) {
-      throw AutocastError("Current CUDA Device does not support bfloat16. Please switch dtype to float16.");
+      throw AutocastError("Autocast",
+                          "Current CUDA Device does not support bfloat16. Please switch dtype to float16.");
     }
     // Python accepts any dtype on CUDA (float32 included: autocast then computes the fp16 list in fp32);
     // a non-floating dtype is a mistake autocast cannot honour.
     if (!c10::isFloatingType(dtype)) {
       throw AutocastError(
-          std::string("amp::Autocast: CUDA lower-precision dtype must be a floating type, got ") +
-          c10::toString(dtype));
+          "Autocast",
+          std::string("CUDA lower-precision dtype must be a floating type, got ") + c10::toString(dtype));
     }
     return;
   }
   if (dtype != c10::kHalf && dtype != c10::kBFloat16) {
     throw AutocastError(
-        std::string("amp::Autocast: CPU lower-precision dtype must be float16 or bfloat16, got ") +
-        c10::toString(dtype));
+        "Autocast",
+        std::string("CPU lower-precision dtype must be float16 or bfloat16, got ") + c10::toString(dtype));
   }
 }
 

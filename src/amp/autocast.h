@@ -13,10 +13,11 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+
+#include "amp/error.h"
 
 namespace amp {
 
@@ -24,8 +25,8 @@ namespace amp {
 // other than fp16/bf16 or a missing GPU; we refuse those instead, so a lab never "measures" fp32 by
 // accident. Python's own error (CUDA bf16 on a GPU without bf16, emulation counting as support) is
 // raised with its message. Like Python, CUDA accepts other floating dtypes (float32 included).
-struct AutocastError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct AutocastError : Error {
+  using Error::Error;
 };
 
 class Autocast {

@@ -13,7 +13,7 @@ constexpr int64_t kLow16 = int64_t{1} << 16;  // the random integer is uniform i
 constexpr int32_t kHigh16Mask = -65536;       // 0xFFFF0000 as an int32: the bits bf16 keeps
 
 [[noreturn]] void refuse(const char* fn, const std::string& what) {
-  throw Bf16UpdateError(std::string(fn) + ": " + what);
+  throw Bf16UpdateError(fn, what);
 }
 
 void require_dtype(const char* fn, const char* name, const torch::Tensor& t, torch::ScalarType want) {
@@ -52,20 +52,23 @@ void require_generator(const char* fn, const std::optional<at::Generator>& gen, 
 }
 
 // src (fp32) rounded stochastically, as fp32 values each exactly representable in bf16 (NaN kept as it
-// is). Adding a uniform 16-bit integer to the bit pattern carries into bit 16 with probability (low 16
-// bits) / 2^16; the mask then drops the low bits. A finite pattern plus 0xFFFF stays below INT32_MAX;
-// NaN and inf get no carry, so no int32 addition overflows.
+// is). torchao's rule (_fp32_to_bf16_sr, torchao/optim/quant_utils.py), draw for draw: one uniform 16-bit
+// integer per element from randint(0, 2^16), and the magnitude is rounded up (a carry into bit 16) when
+// that integer is below the low 16 bits, with probability (low 16 bits) / 2^16. The same generator state
+// therefore rounds exactly as torchao does. inf and zeros have no low bits (no carry); the largest finite
+// pattern plus the carry is inf's pattern, so no int32 addition overflows.
 torch::Tensor stochastically_rounded(const torch::Tensor& src, const std::optional<at::Generator>& gen) {
   const torch::Tensor bits = src.view(torch::kInt);  // same element size: any strides
-  torch::Tensor noise = at::randint(0, kLow16, src.sizes(), gen, src.options().dtype(torch::kInt));
-  noise.masked_fill_(torch::isfinite(src).logical_not_(), 0);
-  const torch::Tensor rounded = noise.add_(bits).bitwise_and_(kHigh16Mask).view(torch::kFloat);
+  const torch::Tensor noise = at::randint(0, kLow16, src.sizes(), gen, src.options().dtype(torch::kInt));
+  const torch::Tensor toward_zero = bits.bitwise_and(kHigh16Mask);
+  const torch::Tensor carry = noise.lt(bits.bitwise_and(kLow16 - 1));
+  const torch::Tensor rounded = torch::where(carry, toward_zero + kLow16, toward_zero).view(torch::kFloat);
   return torch::where(torch::isnan(src), src, rounded);
 }
 
 }  // namespace
 
-void stochastic_round_(torch::Tensor& dst, const torch::Tensor& src, std::optional<at::Generator> gen) {
+void stochastic_round_(const torch::Tensor& dst, const torch::Tensor& src, std::optional<at::Generator> gen) {
   constexpr const char* fn = "stochastic_round_";
   require_dtype(fn, "dst", dst, torch::kBFloat16);
   require_dtype(fn, "src", src, torch::kFloat);
@@ -75,7 +78,7 @@ void stochastic_round_(torch::Tensor& dst, const torch::Tensor& src, std::option
   dst.copy_(stochastically_rounded(src, gen));  // exact: every value is a bf16 value (or NaN)
 }
 
-void stochastic_round_add_(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32,
+void stochastic_round_add_(const torch::Tensor& weight_bf16, const torch::Tensor& update_fp32,
                            std::optional<at::Generator> gen) {
   constexpr const char* fn = "stochastic_round_add_";
   require_dtype(fn, "weight", weight_bf16, torch::kBFloat16);
@@ -87,7 +90,8 @@ void stochastic_round_add_(torch::Tensor& weight_bf16, const torch::Tensor& upda
   weight_bf16.copy_(stochastically_rounded(sum, gen));
 }
 
-void kahan_add_(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16, const torch::Tensor& update) {
+void kahan_add_(const torch::Tensor& weight_bf16, const torch::Tensor& compensation_bf16,
+                const torch::Tensor& update) {
   constexpr const char* fn = "kahan_add_";
   require_dtype(fn, "weight", weight_bf16, torch::kBFloat16);
   require_dtype(fn, "compensation", compensation_bf16, torch::kBFloat16);

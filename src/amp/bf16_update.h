@@ -18,23 +18,25 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 
 #include <ATen/core/Generator.h>
 #include <torch/types.h>
+
+#include "amp/error.h"
 
 namespace amp {
 
 // A call these functions refuse, naming the argument and what it was
 // ("stochastic_round_: dst must be bf16, got Float").
-struct Bf16UpdateError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct Bf16UpdateError : Error {
+  using Error::Error;
 };
 
 // dst := src rounded stochastically to bf16: to one of src's two bf16 neighbours, the one further from
 // zero with probability (distance from the one nearer zero) / (gap between them), so E[dst] = src. The
-// bits below bf16's 16 are compared with a uniform random 16-bit integer: the fp32 bit pattern plus that
-// integer, truncated to its upper 16 bits (for negatives this rounds the magnitude, which is unbiased too).
+// bits below bf16's 16 are compared with a uniform random 16-bit integer drawn by randint(0, 2^16) (int32,
+// one per element): the magnitude is rounded up when the integer is below them. That is torchao's
+// _fp32_to_bf16_sr draw for draw, so the same generator state rounds bitwise as torchao does.
 //   - values exactly representable in bf16 (zeros of either sign, infinities) are copied unchanged;
 //   - NaN stays NaN (a bf16 NaN, as x.to(bf16) makes it): the truncation alone would turn a NaN whose
 //     payload sits only in the low 16 bits into inf, so NaNs are guarded explicitly (and get no carry);
@@ -49,13 +51,14 @@ struct Bf16UpdateError : std::runtime_error {
 // nullopt draws from the device's default generator (torch::manual_seed).
 // Throws Bf16UpdateError when a tensor is undefined, dst is not bf16, src is not fp32, their shapes or
 // devices differ, or gen is on another device type. dst may be non-contiguous; it is written in place.
-void stochastic_round_(torch::Tensor& dst, const torch::Tensor& src, std::optional<at::Generator> gen = {});
+void stochastic_round_(const torch::Tensor& dst, const torch::Tensor& src,
+                       std::optional<at::Generator> gen = {});
 
 // weight := stochastic_round(fp32(weight) + update): a bf16-weights optimizer's update with stochastic
 // rounding. The sum is exact in fp32 for weights and updates of similar size; small updates then survive
 // in expectation. Same rules, errors and syncs as stochastic_round_ (weight bf16, update fp32, same shape
 // and device); a temporary fp32 tensor of weight's size is made.
-void stochastic_round_add_(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32,
+void stochastic_round_add_(const torch::Tensor& weight_bf16, const torch::Tensor& update_fp32,
                            std::optional<at::Generator> gen = {});
 
 // Kahan-compensated weight += update with a bf16 compensation buffer (deterministic, round to nearest):
@@ -67,6 +70,7 @@ void stochastic_round_add_(torch::Tensor& weight_bf16, const torch::Tensor& upda
 // sum up to the compensation's own bf16 rounding (8 bits of the residue, not of the weight): 1000 updates
 // of 1e-4 to 1 end at 1.1015625 (round to nearest: 1.0). Throws Bf16UpdateError when weight or comp is not
 // bf16, update is not fp32, or their shapes or devices differ; no sync.
-void kahan_add_(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16, const torch::Tensor& update);
+void kahan_add_(const torch::Tensor& weight_bf16, const torch::Tensor& compensation_bf16,
+                const torch::Tensor& update);
 
 }  // namespace amp

@@ -17,12 +17,12 @@ void validate_module(const torch::nn::Module& module, torch::serialize::InputArc
   auto check = [&](const std::string& key, const torch::Tensor& have, bool is_buffer) {
     torch::Tensor saved;
     if (!archive.try_read(key, saved, is_buffer))
-      throw CheckpointError("checkpoint: the model entry '" + prefix + key + "' is missing");
+      throw CheckpointError("checkpoint", "the model entry '" + prefix + key + "' is missing");
     if (saved.sizes() != have.sizes() || saved.scalar_type() != have.scalar_type()) {
       std::ostringstream msg;
-      msg << "checkpoint: the model entry '" << prefix << key << "' is " << saved.scalar_type()
-          << saved.sizes() << ", the model has " << have.scalar_type() << have.sizes();
-      throw CheckpointError(msg.str());
+      msg << "the model entry '" << prefix << key << "' is " << saved.scalar_type() << saved.sizes()
+          << ", the model has " << have.scalar_type() << have.sizes();
+      throw CheckpointError("checkpoint", msg.str());
     }
   };
   for (const auto& p : module.named_parameters(/*recurse=*/false)) check(p.key(), p.value(), false);
@@ -31,14 +31,14 @@ void validate_module(const torch::nn::Module& module, torch::serialize::InputArc
     if (!child.value()->is_serializable()) continue;
     torch::serialize::InputArchive child_archive;
     if (!archive.try_read(child.key(), child_archive))
-      throw CheckpointError("checkpoint: the model entry '" + prefix + child.key() + "' is missing");
+      throw CheckpointError("checkpoint", "the model entry '" + prefix + child.key() + "' is missing");
     validate_module(*child.value(), child_archive, prefix + child.key() + ".");
   }
 }
 
 torch::serialize::InputArchive read_part(torch::serialize::InputArchive& root, const char* name) {
   torch::serialize::InputArchive part;
-  if (!root.try_read(name, part)) throw CheckpointError(std::string("checkpoint: no '") + name + "' entry");
+  if (!root.try_read(name, part)) throw CheckpointError("checkpoint", std::string("no '") + name + "' entry");
   return part;
 }
 
@@ -68,11 +68,11 @@ void save_checkpoint(const std::string& path, const torch::nn::Module& model,
       });
     } catch (const c10::Error& e) {
       const std::string what = e.what_without_backtrace();
-      throw CheckpointError("checkpoint: cannot write " + path + ": " + what.substr(0, what.find('\n')));
+      throw CheckpointError("checkpoint", "cannot write " + path + ": " + what.substr(0, what.find('\n')));
     }
     file.commit();
   } catch (const detail::AtomicFileError& e) {
-    throw CheckpointError(std::string("checkpoint: ") + e.what());
+    throw CheckpointError("checkpoint", e.what());
   }
 }
 
@@ -82,7 +82,7 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   try {
     root.load_from(path, map_location);
   } catch (const c10::Error& e) {
-    throw CheckpointError("checkpoint: cannot read " + path + ": " + e.what_without_backtrace());
+    throw CheckpointError("checkpoint", "cannot read " + path + ": " + e.what_without_backtrace());
   }
   auto m = read_part(root, "model");
   auto o = read_part(root, "optimizer");
@@ -91,9 +91,9 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
   // 1. Validate what can be checked without applying it.
   const GradScalerState scaler_state = GradScaler::read_state(s);
   if (scaler.is_enabled() && scaler_state.empty)
-    throw GradScalerError(
-        "The source state dict is empty, possibly because it was saved from a disabled "
-        "instance of GradScaler.");
+    throw GradScalerError("GradScaler",
+                          "The source state dict is empty, possibly because it was saved from a disabled "
+                          "instance of GradScaler.");
   validate_module(model, m, "");
 
   // 2. The optimizer's format can only be checked by loading it: keep its state to put back on failure.
@@ -110,7 +110,7 @@ void load_checkpoint(const std::string& path, torch::nn::Module& model, torch::o
     // failed load added before putting the saved state back.
     optimizer.state().clear();
     optimizer.load(restore);
-    throw CheckpointError(std::string("checkpoint: the optimizer state does not fit: ") + e.what());
+    throw CheckpointError("checkpoint", std::string("the optimizer state does not fit: ") + e.what());
   }
 
   // 3. Apply the parts already validated.

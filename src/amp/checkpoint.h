@@ -4,19 +4,19 @@
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 
+#include "amp/error.h"
 #include "amp/grad_scaler.h"
 
 namespace amp {
 
 // A checkpoint that cannot be applied (missing entry, shape or dtype that does not fit, unreadable file).
-struct CheckpointError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct CheckpointError : Error {
+  using Error::Error;
 };
 
 // Writes model parameters and buffers, optimizer state and scaler state (GradScaler::save) to one

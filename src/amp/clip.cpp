@@ -11,7 +11,7 @@ namespace amp {
 namespace {
 
 [[noreturn]] void fail(const std::string& why) {
-  throw ClipError("amp::clip_grad_norm_sharded: " + why);
+  throw ClipError("clip_grad_norm_sharded", why);
 }
 
 }  // namespace

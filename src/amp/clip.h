@@ -12,7 +12,7 @@
 //   scaler.unscale_(opt);                                                // the true gradients, in place
 //   amp::clip_grad_norm_sharded(shard_params, max_norm, pg);           // the same factor on every rank
 //   scaler.step(opt);                                                    // skipped on an inf anywhere
-//   scaler.update();                                                     //   (with process_group set)
+//   scaler.update();                                                     //   (with found_inf_reducer set)
 //
 // The factor is PyTorch's, min(1, max_norm / (norm + 1e-6)), computed in fp32. The squared norms are summed
 // in float64 (each tensor's 2-norm in its own dtype first, as torch::nn::utils::clip_grad_norm_ does), so
@@ -28,20 +28,20 @@
 #pragma once
 
 #include <chrono>
-#include <stdexcept>
 #include <vector>
 
 #include <torch/types.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "amp/distributed.h"
+#include "amp/error.h"
 
 namespace amp {
 
 // A call clip_grad_norm_sharded refuses, or a collective that failed, in one line
 // ("amp::clip_grad_norm_sharded: max_norm must be finite and > 0, got -1").
-struct ClipError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ClipError : Error {
+  using Error::Error;
 };
 
 // Scales, in place, the gradients of `params` (this rank's shard; a parameter without a gradient is left

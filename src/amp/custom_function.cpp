@@ -27,7 +27,7 @@ Autocast CustomBwd::make(torch::autograd::AutogradContext* ctx, c10::DeviceType 
   const auto used = ctx->saved_data.find(kFwdUsedAutocastKey);
   const auto dtype = ctx->saved_data.find(kFwdDtypeKey);
   if (used == ctx->saved_data.end() || dtype == ctx->saved_data.end())
-    throw AutocastError("amp::CustomBwd: the forward of this function did not construct an amp::CustomFwd");
+    throw AutocastError("CustomBwd", "the forward of this function did not construct an amp::CustomFwd");
   return Autocast(c10::Device(device_type), dtype->second.toScalarType(), /*enabled=*/used->second.toBool());
 }
 

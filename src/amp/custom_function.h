@@ -1,18 +1,23 @@
 // amp::CustomFwd / amp::CustomBwd: torch.amp.custom_fwd and torch.amp.custom_bwd
 // (torch/amp/autocast_mode.py) for a torch::autograd::Function.
 //
+// clang-format off
 //   struct SumSquares : torch::autograd::Function<SumSquares> {
 //     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x) {
-//       amp::CustomFwd amp_fwd(ctx, torch::kCPU, /*cast_inputs=*/torch::kFloat);  //
-//       @custom_fwd(cast_inputs=fp32) x = amp_fwd.cast(x);                       // fp32 if autocast was on;
-//       autocast is off from here ctx->save_for_backward({x}); return (x * x).sum();
+//       // @custom_fwd(cast_inputs=torch.float32):
+//       amp::CustomFwd amp_fwd(ctx, torch::kCPU, /*cast_inputs=*/torch::kFloat);
+//       x = amp_fwd.cast(x);  // fp32 if autocast was on; autocast is off from here to the return
+//       ctx->save_for_backward({x});
+//       return (x * x).sum();
 //     }
 //     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
 //                                                    torch::autograd::variable_list grad) {
 //       amp::CustomBwd amp_bwd(ctx, torch::kCPU);  // @custom_bwd: the forward's autocast state
-//       ...
+//       auto x = ctx->get_saved_variables()[0];
+//       return {grad[0] * 2 * x};
 //     }
 //   };
+// clang-format on
 //
 // Python's decorators, step for step:
 //   custom_fwd records the device's autocast dtype in ctx. With cast_inputs unset it records whether
@@ -51,9 +56,12 @@ class CustomFwd {
   // An argument as forward should see it: a floating tensor on the device type, other than float64, is
   // cast to cast_inputs when the guard disabled autocast; anything else comes back unchanged.
   at::Tensor cast(const at::Tensor& input) const;
-  template <class T>
-  requires(!std::is_convertible_v<T, const at::Tensor&>) T && cast(T&& other)
-  const { return std::forward<T>(other); }
+  // Any other argument (an int, a double, a non-tensor object) is passed through as it is. SFINAE rather
+  // than a requires clause, so that the header compiles as C++17.
+  template <class T, std::enable_if_t<!std::is_convertible_v<T, const at::Tensor&>, int> = 0>
+  T&& cast(T&& other) const {
+    return std::forward<T>(other);
+  }
 
   // Whether this forward runs with autocast switched off and its inputs cast (autocast was on and
   // cast_inputs was given).

@@ -30,7 +30,7 @@ class ProcessGroupReducer final : public FoundInfReducer {
  public:
   ProcessGroupReducer(c10::intrusive_ptr<c10d::Backend> group, std::chrono::milliseconds timeout)
       : group_(std::move(group)), timeout_(timeout) {
-    if (!group_) throw GradScalerError("amp::found_inf_all_reduce: the process group is null");
+    if (!group_) throw GradScalerError("found_inf_all_reduce", "the process group is null");
   }
 
   void all_reduce(std::vector<std::pair<torch::Device, torch::Tensor>>& found_inf_per_device,
@@ -47,12 +47,15 @@ class ProcessGroupReducer final : public FoundInfReducer {
     }
     for (auto& work : works) {
       try {
-        if (!work->wait(timeout_)) throw std::runtime_error("timed out");
+        if (!work->wait(timeout_))
+          throw GradScalerError("GradScaler", "the all-reduce of found_inf across ranks timed out");
+      } catch (const GradScalerError&) {
+        throw;
       } catch (const std::exception& e) {
         std::string what = e.what();
-        throw GradScalerError(
-            "amp::GradScaler: the all-reduce of found_inf across ranks failed (a rank died or hangs?): " +
-            what.substr(0, what.find('\n')));
+        throw GradScalerError("GradScaler",
+                              "the all-reduce of found_inf across ranks failed (a rank died or hangs?): " +
+                                  what.substr(0, what.find('\n')));
       }
     }
     for (auto& [cpu_flag, on_device] : copied_back) cpu_flag.copy_(on_device);
@@ -96,9 +99,9 @@ c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d:
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, options);
 #else
   (void)store, (void)rank, (void)world_size, (void)timeout;
-  throw std::runtime_error(
-      "amp::make_nccl_group: this build of amp_lab has no NCCL (a CPU-only LibTorch, or nccl.h or the CUDA "
-      "math headers were missing when it was compiled)");
+  throw Error("make_nccl_group",
+              "this build of amp_lab has no NCCL (a CPU-only LibTorch, or nccl.h or the CUDA "
+              "math headers were missing when it was compiled)");
 #endif
 }
 

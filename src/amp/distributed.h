@@ -7,7 +7,7 @@
 // unscaling, before step() decides and update() backs off:
 //
 //   auto pg = amp::make_gloo_group(store, rank, world_size);           // or any c10d::Backend (NCCL...)
-//   amp::GradScaler scaler(device, {.process_group = amp::found_inf_all_reduce(pg)});
+//   amp::GradScaler scaler(device, {.found_inf_reducer = amp::found_inf_all_reduce(pg)});
 //
 // DDP does not need it: its gradients are all-reduced before unscaling, so every rank already sees every
 // inf. This header needs c10d's Backend/Store headers (in LibTorch), not Gloo's or NCCL's; grad_scaler.h
@@ -28,9 +28,11 @@ namespace amp {
 // How long a collective may take before it is an error (a rank that died or hangs).
 inline constexpr std::chrono::milliseconds kCollectiveTimeout{30000};
 
-// The scaler's hook, backed by `group`: each found_inf is all-reduced (SUM) over the group, waiting at
-// most `timeout`. A CPU flag is moved to the scaler's device for the collective and copied back, as in
-// Python (NCCL takes only CUDA tensors).
+// The scaler's hook (GradScalerOptions::found_inf_reducer), backed by `group`: each found_inf is all-reduced
+// (SUM) over the group inside GradScaler::unscale_(), which waits for it, at most `timeout` (then throws
+// GradScalerError, an amp::Error); a collective of one 0-dim fp32 tensor per device holding gradients. A CPU
+// flag is moved to the scaler's device for the collective and copied back, as in Python (NCCL takes only CUDA
+// tensors).
 std::shared_ptr<FoundInfReducer> found_inf_all_reduce(c10::intrusive_ptr<c10d::Backend> group,
                                                       std::chrono::milliseconds timeout = kCollectiveTimeout);
 
@@ -46,7 +48,7 @@ c10::intrusive_ptr<c10d::Backend> make_gloo_group(const c10::intrusive_ptr<c10d:
 bool nccl_built();
 
 // An NCCL process group (CUDA tensors, one GPU per rank: select this rank's device first) over `store`;
-// every collective fails after `timeout`. Throws std::runtime_error when !nccl_built().
+// every collective fails after `timeout`. Throws amp::Error when !nccl_built().
 c10::intrusive_ptr<c10d::Backend> make_nccl_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                   int world_size,
                                                   std::chrono::milliseconds timeout = kCollectiveTimeout);

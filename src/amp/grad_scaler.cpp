@@ -59,13 +59,20 @@ GradScaler::GradScaler(torch::Device device, GradScalerOptions options)
       growth_factor_(options.growth_factor),
       backoff_factor_(options.backoff_factor),
       growth_interval_(options.growth_interval),
-      process_group_(std::move(options.process_group)) {
+      found_inf_reducer_(std::move(options.found_inf_reducer)) {
+  // The deprecated name is read here, and only here.
+  std::shared_ptr<FoundInfReducer> old_name = options.process_group.get();
+  if (old_name && found_inf_reducer_ && old_name != found_inf_reducer_)
+    throw GradScalerError(
+        "GradScaler",
+        "found_inf_reducer and the deprecated process_group are both set; set found_inf_reducer");
+  if (old_name) found_inf_reducer_ = std::move(old_name);
   if (!enabled_) return;
   // Python warns and disables itself here; a lab asking for CUDA on a CPU machine should hear about it.
   if (device_.is_cuda() && !cuda_available())
-    throw GradScalerError("amp::GradScaler: CUDA requested, but no CUDA device is available");
-  if (growth_factor_ <= 1.0) throw GradScalerError("The growth factor must be > 1.0.");
-  if (backoff_factor_ >= 1.0) throw GradScalerError("The backoff factor must be < 1.0.");
+    throw GradScalerError("GradScaler", "CUDA requested, but no CUDA device is available");
+  if (growth_factor_ <= 1.0) throw GradScalerError("GradScaler", "The growth factor must be > 1.0.");
+  if (backoff_factor_ >= 1.0) throw GradScalerError("GradScaler", "The backoff factor must be < 1.0.");
 }
 
 void GradScaler::lazy_init(torch::Device device) {
@@ -76,9 +83,9 @@ void GradScaler::lazy_init(torch::Device device) {
 
 void GradScaler::require_scale(const char* funcname) const {
   if (!scale_.defined())
-    throw GradScalerError(std::string("Attempted ") + funcname +
-                          " but _scale is None.  This may indicate your script did not use "
-                          "scaler.scale(loss or outputs) earlier in the iteration.");
+    throw GradScalerError("GradScaler", std::string("Attempted ") + funcname +
+                                            " but _scale is None.  This may indicate your script did not use "
+                                            "scaler.scale(loss or outputs) earlier in the iteration.");
 }
 
 GradScaler::OptimizerState& GradScaler::state_of(const torch::optim::Optimizer& optimizer) {
@@ -114,8 +121,10 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
   require_scale("unscale_");
   OptimizerState& state = state_of(optimizer);
   if (state.stage == Stage::Unscaled)
-    throw GradScalerError("unscale_() has already been called on this optimizer since the last update().");
-  if (state.stage == Stage::Stepped) throw GradScalerError("unscale_() is being called after step().");
+    throw GradScalerError("GradScaler",
+                          "unscale_() has already been called on this optimizer since the last update().");
+  if (state.stage == Stage::Stepped)
+    throw GradScalerError("GradScaler", "unscale_() is being called after step().");
 
   // The reciprocal in float64, then float32: exactly what Python does, so 1/scale rounds the same way.
   torch::Tensor inv_scale = scale_.to(torch::kFloat64).reciprocal().to(torch::kFloat32);
@@ -129,7 +138,8 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
     for (auto& param : group.params()) {
       if (!param.grad().defined()) continue;
       torch::Tensor& grad = param.mutable_grad();
-      if (grad.scalar_type() == torch::kHalf) throw GradScalerError("Attempting to unscale FP16 gradients.");
+      if (grad.scalar_type() == torch::kHalf)
+        throw GradScalerError("GradScaler", "Attempting to unscale FP16 gradients.");
       add_grad(groups, grad.is_sparse() ? grad._values() : grad);
     }
   }
@@ -142,7 +152,7 @@ void GradScaler::unscale_(torch::optim::Optimizer& optimizer) {
   }
   state.found_inf_per_device = per_device_found_inf.take();
   // Sharded gradients: the verdict is global (ShardedGradScaler.unscale_), before step() reads it.
-  if (process_group_) process_group_->all_reduce(state.found_inf_per_device, device_);
+  if (found_inf_reducer_) found_inf_reducer_->all_reduce(state.found_inf_per_device, device_);
   state.stage = Stage::Unscaled;
 }
 
@@ -153,11 +163,11 @@ bool GradScaler::step(torch::optim::Optimizer& optimizer) {
   }
   require_scale("step");
   if (state_of(optimizer).stage == Stage::Stepped)
-    throw GradScalerError("step() has already been called since the last update().");
+    throw GradScalerError("GradScaler", "step() has already been called since the last update().");
   if (state_of(optimizer).stage == Stage::Ready) unscale_(optimizer);
   OptimizerState& state = state_of(optimizer);
   if (state.found_inf_per_device.empty())
-    throw GradScalerError("No inf checks were recorded for this optimizer.");
+    throw GradScalerError("GradScaler", "No inf checks were recorded for this optimizer.");
 
   const bool stepped = !any_inf_found(state);
   if (stepped) optimizer.step();
@@ -184,9 +194,10 @@ void GradScaler::update(const torch::Tensor& new_scale) {
       "requires_grad=False.";
   if (!new_scale.defined() || new_scale.device().type() != device_.type() || new_scale.numel() != 1 ||
       new_scale.requires_grad())
-    throw GradScalerError(reason);
+    throw GradScalerError("GradScaler", reason);
   // Python's copy_ into the 0-dim scale fails for shape [1] ("doesn't match the broadcast shape"); said here.
-  if (new_scale.dim() != 0) throw GradScalerError(std::string(reason) + " (got a tensor of dim > 0)");
+  if (new_scale.dim() != 0)
+    throw GradScalerError("GradScaler", std::string(reason) + " (got a tensor of dim > 0)");
   scale_.copy_(new_scale);  // asynchronous on the device: no host sync
   per_optimizer_.clear();
 }
@@ -203,7 +214,8 @@ void GradScaler::update(std::optional<double> new_scale) {
         // non_blocking only towards a device: a device->CPU copy must complete before the CPU kernel reads
         // it.
         found_infs.push_back(found_inf.to(scale_.device(), /*non_blocking=*/!scale_.device().is_cpu()));
-    if (found_infs.empty()) throw GradScalerError("No inf checks were recorded prior to update.");
+    if (found_infs.empty())
+      throw GradScalerError("GradScaler", "No inf checks were recorded prior to update.");
     torch::Tensor combined = found_infs.front();
     for (size_t i = 1; i < found_infs.size(); ++i) combined += found_infs[i];
     // The fused kernel decides on the device: no host sync.
@@ -216,6 +228,7 @@ void GradScaler::update(std::optional<double> new_scale) {
 GradScaler GradScaler::clone() const {
   if (enabled_ && !per_optimizer_.empty())
     throw GradScalerError(
+        "GradScaler",
         "A GradScaler instance may only be pickled at the beginning of an iteration, or at the "
         "end after scaler.update().");
   GradScaler copy(device_, GradScalerOptions{.init_scale = init_scale_,
@@ -224,6 +237,7 @@ GradScaler GradScaler::clone() const {
                                              .growth_interval = growth_interval_,
                                              .enabled = false});
   copy.enabled_ = enabled_;  // built disabled so that the constructor's checks do not run twice
+  copy.found_inf_reducer_ = found_inf_reducer_;  // a copy on one rank still decides with the others
   if (enabled_) {
     // Python's __getstate__: the copy re-creates its tensors lazily from the current values.
     copy.init_scale_ = get_scale();
@@ -254,9 +268,9 @@ GradScalerState GradScaler::state_dict() const {
 void GradScaler::load_state_dict(const GradScalerState& state) {
   if (!enabled_) return;
   if (state.empty)
-    throw GradScalerError(
-        "The source state dict is empty, possibly because it was saved from a disabled "
-        "instance of GradScaler.");
+    throw GradScalerError("GradScaler",
+                          "The source state dict is empty, possibly because it was saved from a disabled "
+                          "instance of GradScaler.");
   init_scale_ = state.scale;
   if (scale_.defined()) scale_.fill_(state.scale);
   growth_factor_ = state.growth_factor;
@@ -280,7 +294,7 @@ GradScalerState GradScaler::read_state(torch::serialize::InputArchive& archive) 
   auto read = [&](const char* key) {
     c10::IValue v;
     if (!archive.try_read(key, v))
-      throw GradScalerError(std::string("scaler state has no '") + key + "' entry");
+      throw GradScalerError("GradScaler", std::string("scaler state has no '") + key + "' entry");
     return v;
   };
   GradScalerState s;

@@ -8,16 +8,18 @@
 //   scaler.step(optimizer);                         // skipped if any grad is inf/NaN
 //   scaler.update();                                // back off, or grow after growth_interval clean steps
 //
-// Device syncs: step() makes the one host sync of an iteration (it reads whether a gradient was inf/NaN);
-// get_scale(), state_dict(), save() and operator<< read the scale (and tracker) from the device; nothing
-// else waits for the device. host_syncs() counts the syncs made. Misuse throws GradScalerError.
+// Device syncs and waits, each also documented at its function: step() makes the one host sync of an
+// iteration (it reads whether a gradient was inf/NaN); get_scale(), state_dict(), save(), clone() and
+// operator<< read the scale (and tracker) from the device. With a found_inf_reducer (sharded training),
+// unscale_() (and step() when it unscales) also waits for the reducer's all-reduce of the inf flags across
+// processes. Nothing else waits for the device. host_syncs() counts the host syncs made. Misuse throws
+// GradScalerError (an amp::Error).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -26,11 +28,13 @@
 #include <torch/serialize/archive.h>
 #include <torch/types.h>
 
+#include "amp/error.h"
+
 namespace amp {
 
 // Misuse of the scaler, with Python's messages ("step() has already been called since the last update().").
-struct GradScalerError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct GradScalerError : Error {
+  using Error::Error;
 };
 
 // Combines the found_inf flags of several processes (sharded training); amp/distributed.h makes one from a
@@ -43,6 +47,23 @@ class FoundInfReducer {
                           torch::Device scaler_device) = 0;
 };
 
+// GradScalerOptions::process_group's type: it takes a reducer as the old member did, but only through a
+// constructor marked deprecated, so the compiler names every place the old name is still set (and not the
+// places that leave it alone, as designated initializers of the other options do).
+class DeprecatedProcessGroup {
+ public:
+  DeprecatedProcessGroup() = default;
+  template <class Reducer,
+            std::enable_if_t<std::is_convertible_v<Reducer, std::shared_ptr<FoundInfReducer>>, int> = 0>
+  [[deprecated("GradScalerOptions::process_group is now found_inf_reducer; the old name goes in 1.1")]]
+  DeprecatedProcessGroup(Reducer&& reducer)  // NOLINT(google-explicit-constructor): `= reducer` as before
+      : reducer_(std::forward<Reducer>(reducer)) {}
+  const std::shared_ptr<FoundInfReducer>& get() const { return reducer_; }
+
+ private:
+  std::shared_ptr<FoundInfReducer> reducer_;
+};
+
 struct GradScalerOptions {
   double init_scale = 65536.0;  // 2^16, Python's default
   double growth_factor = 2.0;   // scale *= growth_factor after growth_interval clean steps
@@ -51,7 +72,11 @@ struct GradScalerOptions {
   bool enabled = true;  // false: scale() and update() do nothing, step() just steps
   // Set (amp::found_inf_all_reduce(group)) when each rank unscales only its shard of the gradients:
   // found_inf is all-reduced in unscale_(), so step() skips, and update() backs off, on every rank alike.
-  std::shared_ptr<FoundInfReducer> process_group;
+  // unscale_() then waits for that all-reduce (amp::found_inf_all_reduce: at most its timeout).
+  std::shared_ptr<FoundInfReducer> found_inf_reducer;
+  // The 0.x name of found_inf_reducer (it never held a process group), kept through 1.0.x: setting it
+  // warns at compile time (a deprecated constructor), the scaler still reads it, and setting both is refused.
+  DeprecatedProcessGroup process_group;
 };
 
 // Python's state_dict(): {scale, growth_factor, backoff_factor, growth_interval, _growth_tracker}.
@@ -69,7 +94,8 @@ class GradScaler {
  public:
   // A scaler for gradients on `device`; the scale is made at the first scale() call. Throws
   // GradScalerError when enabled and: device is CUDA without a CUDA device, growth_factor <= 1, or
-  // backoff_factor >= 1. A disabled scaler (options.enabled = false) accepts anything and does nothing.
+  // backoff_factor >= 1; and when both found_inf_reducer and the deprecated process_group are set. A disabled
+  // scaler (options.enabled = false) accepts anything and does nothing.
   explicit GradScaler(torch::Device device, GradScalerOptions options = {});
 
   // A scaler owns live tensors and per-optimizer state: a plain copy would share the first and not the
@@ -81,7 +107,8 @@ class GradScaler {
 
   // copy.deepcopy(scaler): an independent scaler with the same scale, tracker and factors. Like Python's
   // (which goes through __getstate__), refused mid-iteration, between the first unscale_/step and update().
-  // Reads the scale and tracker (two host syncs); the copy creates its tensors lazily, at its first scale().
+  // Reads the scale and tracker (two host syncs); the copy creates its tensors lazily, at its first scale(),
+  // and shares the found_inf_reducer.
   GradScaler clone() const;
 
   // Returns outputs * scale (each output times the scale, the scale copied once per device). The first
@@ -91,15 +118,17 @@ class GradScaler {
   std::vector<torch::Tensor> scale(const std::vector<torch::Tensor>& outputs);
 
   // Divides the optimizer's gradients by the scale in place (one fused kernel per device and dtype, the
-  // inverse scale computed in float64) and records whether any was inf/NaN. No host sync. Optional: call
+  // inverse scale computed in float64) and records whether any was inf/NaN. No host sync; with a
+  // found_inf_reducer it waits for the reducer's all-reduce of the flags across processes. Optional: call
   // it to clip or inspect the real gradients before step(). Disabled: does nothing.
   // Throws GradScalerError: before any scale() ("... _scale is None"), a second time for this optimizer
   // before update(), after step(), or when a gradient is fp16 (parameters must be fp32 master weights).
   void unscale_(torch::optim::Optimizer& optimizer);
 
-  // Unscales the gradients unless unscale_() already did, then calls optimizer.step() unless a gradient
-  // was inf/NaN. Returns whether the optimizer stepped. Syncs with the device once per device holding
-  // gradients (reads its inf/NaN flag, as Python does): the one host sync of a single-device iteration.
+  // Unscales the gradients unless unscale_() already did (waiting for the found_inf_reducer then, as
+  // unscale_() does), then calls optimizer.step() unless a gradient was inf/NaN. Returns whether the
+  // optimizer stepped. Syncs with the device once per device holding gradients (reads its inf/NaN flag, as
+  // Python does): the one host sync of a single-device iteration.
   // Disabled: just optimizer.step(), returns true. Throws GradScalerError before any scale(), a second time
   // for this optimizer before update(), when the optimizer has no gradients (no inf check recorded), or for
   // the errors of unscale_().
@@ -130,6 +159,8 @@ class GradScaler {
   double get_scale() const;
   // Whether the scaler was built enabled. Never throws, no sync.
   bool is_enabled() const { return enabled_; }
+  // The reducer the scaler was built with (null on one process). Never throws, no sync.
+  const std::shared_ptr<FoundInfReducer>& found_inf_reducer() const { return found_inf_reducer_; }
 
   // Python's get_/set_ accessors. The setters take effect at the next update() and, like Python's, do not
   // validate (the constructor does).
@@ -179,7 +210,7 @@ class GradScaler {
   double backoff_factor_;
   int64_t growth_interval_;
   int64_t init_growth_tracker_ = 0;
-  std::shared_ptr<FoundInfReducer> process_group_;
+  std::shared_ptr<FoundInfReducer> found_inf_reducer_;
   torch::Tensor scale_;           // 0-dim float32 on the device, undefined until the first scale()
   torch::Tensor growth_tracker_;  // 0-dim int32 on the device
   // Keyed by identity, like Python's id(optimizer); a vector keeps the order update() combines them in.

@@ -188,7 +188,7 @@ NonfiniteWatch::NonfiniteWatch(std::size_t max_recorded) : state_(std::make_uniq
   state_->generation = ++nonfinite_detail::g_generation;
   State* expected = nullptr;
   if (!nonfinite_detail::g_active.compare_exchange_strong(expected, state_.get()))
-    throw NonfiniteWatchError("NonfiniteWatch: another watch is alive; watches do not nest");
+    throw NonfiniteWatchError("NonfiniteWatch", "another watch is alive; watches do not nest");
   at::RecordFunctionCallback cb(&nonfinite_detail::on_start, &nonfinite_detail::on_end);
   cb.needsInputs(true).needsOutputs(true).scopes(
       {at::RecordScope::FUNCTION, at::RecordScope::BACKWARD_FUNCTION});

@@ -37,18 +37,19 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <c10/core/ScalarType.h>
 
+#include "amp/error.h"
+
 namespace amp {
 
 // A second watch while one is alive (anywhere in the process): watches do not nest.
-struct NonfiniteWatchError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct NonfiniteWatchError : Error {
+  using Error::Error;
 };
 
 // One producing op, as the callback saw it.

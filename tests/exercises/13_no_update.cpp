@@ -14,7 +14,7 @@ namespace lab13 {
 amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d::Backend>& pg,
                             bool global_verdict) {
   amp::GradScalerOptions options{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
-  if (global_verdict) options.process_group = amp::found_inf_all_reduce(pg);
+  if (global_verdict) options.found_inf_reducer = amp::found_inf_all_reduce(pg);
   return amp::GradScaler(device, options);
 }
 

@@ -32,7 +32,7 @@ class MinReducer : public amp::FoundInfReducer {
 amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d::Backend>& pg,
                             bool global_verdict) {
   amp::GradScalerOptions options{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
-  if (global_verdict) options.process_group = std::make_shared<MinReducer>(pg);
+  if (global_verdict) options.found_inf_reducer = std::make_shared<MinReducer>(pg);
   return amp::GradScaler(device, options);
 }
 

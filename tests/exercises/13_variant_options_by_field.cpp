@@ -17,7 +17,7 @@ amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d:
   options.init_scale = kInitScale;
   options.growth_interval = kGrowthInterval;
   if (global_verdict) {
-    options.process_group = amp::found_inf_all_reduce(pg);
+    options.found_inf_reducer = amp::found_inf_all_reduce(pg);
   }
   return amp::GradScaler(device, options);
 }
