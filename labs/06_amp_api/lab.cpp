@@ -124,10 +124,13 @@ struct LogitsDtypeImpl : torch::nn::Cloneable<LogitsDtypeImpl> {
 };
 TORCH_MODULE(LogitsDtype);
 
+// The layers in named statements, so that the seed fixes the same weights under every compiler (the
+// arguments of one call are evaluated in an unspecified order): last to first, the order g++ took.
 torch::nn::Sequential make_mlp() {
-  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::ReLU(),
-                               torch::nn::Linear(kHidden, kHidden), torch::nn::ReLU(),
-                               torch::nn::Linear(kHidden, kClasses), LogitsDtype());
+  const torch::nn::Linear out(kHidden, kClasses);
+  const torch::nn::Linear hidden(kHidden, kHidden);
+  const torch::nn::Linear in(kIn, kHidden);
+  return torch::nn::Sequential(in, torch::nn::ReLU(), hidden, torch::nn::ReLU(), out, LogitsDtype());
 }
 constexpr size_t kOutput = 4, kLogitsDtype = 5;  // the output Linear's and the recorder's index
 

@@ -82,10 +82,13 @@ struct RankRun {
   std::vector<float> weights;  // every parameter at the end, flattened
 };
 
+// The layers in named statements, so that the seed fixes the same weights under every compiler (the
+// arguments of one call are evaluated in an unspecified order): last to first, the order g++ took.
 torch::nn::Sequential make_mlp() {
-  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(),
-                               torch::nn::Linear(kHidden, kHidden), torch::nn::Tanh(),
-                               torch::nn::Linear(kHidden, kOut));
+  const torch::nn::Linear out(kHidden, kOut);
+  const torch::nn::Linear hidden(kHidden, kHidden);
+  const torch::nn::Linear in(kIn, kHidden);
+  return torch::nn::Sequential(in, torch::nn::Tanh(), hidden, torch::nn::Tanh(), out);
 }
 
 bool any_nonfinite(const std::vector<torch::Tensor>& params) {
