@@ -47,7 +47,7 @@ namespace {
 
 using namespace lab13;
 
-constexpr int64_t kSteps = 80, kStepsQuick = 40;     // SGD steps per run
+constexpr int64_t kSteps = 60, kStepsQuick = 40;     // SGD steps per run
 constexpr int64_t kBatch = 64;                       // per rank and step
 constexpr int64_t kIn = 16, kHidden = 64, kOut = 8;  // MLP widths; targets tanh(x @ teacher)
 constexpr double kLr = 0.05, kMomentum = 0.9;        // SGD
