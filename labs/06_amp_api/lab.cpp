@@ -655,7 +655,9 @@ void report_checks(const Result& m, lab::Report& r) {
                   lab::percent(m.probe_off_unscaled, 1), lab::percent(kProbeUnscaledMin, 0)));
   // Read from the optimizer (it records the norm of the gradients each step() receives): fails on a clip
   // after the step, or none, whose optimizer steps the wide batches' gradients unclipped. The lab's own fp32
-  // step must clip on some steps and not on others, by a clear factor, or the data prove nothing.
+  // step must clip on some steps and not on others, by a clear factor, or the data prove nothing. Seeds 0-49
+  // on a 2-core AMD EPYC (family 25 model 17): the lab's step clipped on 28-58% of its steps (quick 25-55%),
+  // by up to 2.3-6.7x (quick 2.1-6.7x); a correct step's largest norm received 1.0000003x the clip.
   const ClipSummary c = clip_summary(m);
   r.check(
       "clip-before-step",

@@ -468,7 +468,9 @@ void add_checks(const Result& m, lab::Report& r) {
   const Summary s = summarize(m.main, m.inject_at), each = summarize(m.update_each, m.inject_at),
                 per = summarize(m.per_scaler, m.inject_at);
   // Catches a forward outside autocast (fp32's 23 bits) or under autocast to another dtype (bf16's 7): the
-  // checks below compare with fp32 within 2%, which either passes. Read from the gradients themselves.
+  // checks below compare with fp32 within 2%, which either passes. Read from the gradients themselves: 10
+  // bits at seeds 0-49 (default and quick) on a 2-core AMD EPYC (family 25 model 17); an fp32 value that
+  // is an fp16 one everywhere has odds of about 2^-13 per value, 64 values per weight.
   const int bits = forward_grad_bits(m);
   r.check(
       "forward-in-fp16",
