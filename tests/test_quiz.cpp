@@ -646,6 +646,14 @@ TEST_CASE("library_errors are every exercise's hints after its own, an exercise'
             "shared-check", "", "",
             std::string(kExercises) + "library_errors:\n  - id: x\n    check: trains\n    text: t\n") ==
         ":19:12: library_errors[0].check: a library error is matched by its error words only");
+  // An exercise's own hint of a library error's id must be an error's too: a check's would hide the error's.
+  CHECK(exercises_error(
+            "shadowed-by-check", "", "",
+            std::string(kExercises) +
+                "library_errors:\n  - id: scaled-twice\n    error: step() ran twice\n    text: t\n") ==
+        ":8:13: exercises[0].hints[1].id: hint id 'scaled-twice' is a library error's ('step() ran twice'), "
+        "and "
+        "this hint names a failed check: give it an id of its own");
 }
 
 TEST_CASE("each malformed exercises file gets its own error with line, column and field") {

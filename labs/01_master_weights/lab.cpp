@@ -199,7 +199,11 @@ Result measure(const lab::Context& ctx) {
 
   // (b) Teacher-student regression; the student starts near the teacher (fine-tuning).
   m.steps = ctx.size(300, 600, 100);
-  Sequential teacher(torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(), torch::nn::Linear(kHidden, kOut));
+  // The layers in named statements, so that the seed fixes the same teacher under every compiler (a call's
+  // arguments are evaluated in an unspecified order): last to first, the order g++ took.
+  const torch::nn::Linear teacher_out(kHidden, kOut);
+  const torch::nn::Linear teacher_in(kIn, kHidden);
+  Sequential teacher(teacher_in, torch::nn::Tanh(), teacher_out);
   teacher->to(ctx.device);
   Sequential student = nullptr;
   {

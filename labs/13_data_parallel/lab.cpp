@@ -47,7 +47,7 @@ namespace {
 
 using namespace lab13;
 
-constexpr int64_t kSteps = 200, kStepsQuick = 40;    // SGD steps per run
+constexpr int64_t kSteps = 60, kStepsQuick = 40;     // SGD steps per run
 constexpr int64_t kBatch = 64;                       // per rank and step
 constexpr int64_t kIn = 16, kHidden = 64, kOut = 8;  // MLP widths; targets tanh(x @ teacher)
 constexpr double kLr = 0.05, kMomentum = 0.9;        // SGD
@@ -82,10 +82,13 @@ struct RankRun {
   std::vector<float> weights;  // every parameter at the end, flattened
 };
 
+// The layers in named statements, so that the seed fixes the same weights under every compiler (the
+// arguments of one call are evaluated in an unspecified order): last to first, the order g++ took.
 torch::nn::Sequential make_mlp() {
-  return torch::nn::Sequential(torch::nn::Linear(kIn, kHidden), torch::nn::Tanh(),
-                               torch::nn::Linear(kHidden, kHidden), torch::nn::Tanh(),
-                               torch::nn::Linear(kHidden, kOut));
+  const torch::nn::Linear out(kHidden, kOut);
+  const torch::nn::Linear hidden(kHidden, kHidden);
+  const torch::nn::Linear in(kIn, kHidden);
+  return torch::nn::Sequential(in, torch::nn::Tanh(), hidden, torch::nn::Tanh(), out);
 }
 
 bool any_nonfinite(const std::vector<torch::Tensor>& params) {
@@ -302,6 +305,11 @@ bool stepped(const RankRun& r, size_t step) {
 bool moved(const RankRun& r, size_t step) {
   return (bits(r, step) & 8) != 0;
 }
+// What a rank's step did, read from its optimizer's parameters, not from the flag step_and_update returned:
+// a wrong flag fails stepped-flag-matches-weights, and no other check.
+bool applied(const RankRun& r, size_t step) {
+  return moved(r, step);
+}
 
 // ddp: every rank skips exactly where some rank's own backward gave an inf (the all-reduce spreads it);
 // sharded-local: each rank where its own shard held one; sharded-global: every rank where any shard did.
@@ -312,10 +320,10 @@ Summary summarize(const std::vector<RankRun>& ranks, const Experiment& e) {
     for (const RankRun& r : ranks) {
       any_own |= own_inf(r, step);
       any_checked |= checked_inf(r, step);
-      all_step &= stepped(r, step);
-      any_step |= stepped(r, step);
+      all_step &= applied(r, step);
+      any_step |= applied(r, step);
       s.moved_on_inf += checked_inf(r, step) && moved(r, step);
-      if (e.sharded && !e.global_verdict) s.as_designed &= stepped(r, step) != checked_inf(r, step);
+      if (e.sharded && !e.global_verdict) s.as_designed &= applied(r, step) != checked_inf(r, step);
     }
     if (!e.sharded) s.as_designed &= all_step == !any_own && any_step == all_step;
     if (e.sharded && e.global_verdict) s.as_designed &= all_step == !any_checked && any_step == all_step;
@@ -372,7 +380,7 @@ Apart apart_of(const std::vector<RankRun>& ranks) {
     for (const RankRun& r : ranks) {
       mean += r.scales[step] / static_cast<double>(ranks.size());
       lo = std::min<double>(lo, r.scales[step]), hi = std::max<double>(hi, r.scales[step]);
-      all_step &= stepped(r, step), any_step |= stepped(r, step);
+      all_step &= applied(r, step), any_step |= applied(r, step);
       all_own &= own_inf(r, step), any_checked |= checked_inf(r, step);
     }
     if (a.first_disagreement < 0 && any_step && !all_step) a.first_disagreement = static_cast<int64_t>(step);
@@ -380,7 +388,7 @@ Apart apart_of(const std::vector<RankRun>& ranks) {
     if (a.parted_at >= 0) a.inf_after_part += any_checked;
     for (size_t rank = 0; rank < ranks.size(); ++rank) {
       const double scale = ranks[rank].scales[step];
-      if (!stepped(ranks[rank], step) || scale <= 0) continue;
+      if (!applied(ranks[rank], step) || scale <= 0) continue;
       const double off = std::log2(mean / scale);
       if (std::abs(off) <= std::abs(a.max_mix_log2)) continue;
       a.max_mix_log2 = off;
@@ -394,7 +402,7 @@ Apart apart_of(const std::vector<RankRun>& ranks) {
   for (size_t rank = 0; rank < ranks.size(); ++rank) {
     int64_t n = 0;
     for (size_t step = 0; step < steps; ++step)
-      n += own_inf(ranks[rank], step) && !checked_inf(ranks[rank], step) && stepped(ranks[rank], step);
+      n += own_inf(ranks[rank], step) && !checked_inf(ranks[rank], step) && applied(ranks[rank], step);
     if (n > a.elsewhere_steps) a.elsewhere_steps = n, a.elsewhere_rank = static_cast<int>(rank);
   }
   return a;
@@ -423,7 +431,7 @@ std::string final_scales(const std::vector<RankRun>& ranks, const char* sep = " 
 std::string ranks_that(const std::vector<RankRun>& ranks, size_t step, bool skipped) {
   std::string s;
   for (size_t r = 0; r < ranks.size(); ++r)
-    if (stepped(ranks[r], step) != skipped) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
+    if (applied(ranks[r], step) != skipped) s += fmt::format("{}{}", s.empty() ? "" : ", ", r);
   return s;
 }
 
@@ -448,6 +456,13 @@ void report_runs(const Result& m, const Outcomes& o, lab::Report& r) {
             static_cast<double>(o.local.sum.disagree));
   r.observe("local_drift", "sharded-local: weights vs ddp (max relative difference)", o.local.drift, "",
             lab::sci(o.local.drift));
+  r.observe("local_moved_on_inf", "sharded-local: rank-steps whose parameters changed despite an inf",
+            static_cast<double>(o.local.sum.moved_on_inf));
+  const bool as_global =
+      o.local.sum.inf_steps > 0 && o.local.sum.disagree == 0 && o.local.sum.moved_on_inf == 0;
+  r.observe("local_as_global",
+            "sharded-local decided as a global verdict does: alike on every rank, no inf stepped (1 = yes)",
+            as_global);
   r.observe("global_disagree_steps", "sharded-global: steps the ranks decided differently",
             static_cast<double>(o.global.sum.disagree));
   r.observe("global_skipped", "sharded-global: steps some rank skipped",

@@ -390,6 +390,8 @@ std::string judge_case(const QuantizeCase& c) {
     if (c.mode == Scaling::Current) want.push_back(top / std::max(a, 1e-30));
   Fp8Scale s = scale_for(c.e5m2, c.mode);
   s.margin = c.margin;
+  std::vector<double> shares;  // what quantize() reported of each call's scaled values beyond max
+  s.saturated = &shares;
   std::vector<double> got;  // the learner's inverse scales, as scales
   std::string first;        // the first call that differs
   for (size_t k = 0; k < c.amaxes.size(); ++k) {
@@ -418,10 +420,19 @@ std::string judge_case(const QuantizeCase& c) {
     const int64_t unsaturated = (~torch::isfinite(q64) & (ref.abs() == max)).sum().item<int64_t>();
     const bool inv_ok =
         zero ? std::isfinite(inv_got) && inv_got > 0 : std::abs(inv_got * want[k] - 1) <= kScaleTol;
-    if (first.empty() && (wrong > 0 || !inv_ok)) {
+    // The share beyond max it reported (the lab's instrument of clipping): E4M3's cast saturates by itself in
+    // this PyTorch, so for E4M3 nothing else shows what was clipped. One value either way is rounding.
+    const double beyond =
+        ((t.to(torch::kDouble) * want[k]).abs() > max).to(torch::kDouble).mean().item<double>();
+    const double reported = shares.size() == k + 1 ? shares[k] : std::nan("");
+    const bool share_ok = std::abs(reported - beyond) <= 1.0 / kCraftedSize;
+    if (first.empty() && (wrong > 0 || !inv_ok || !share_ok)) {
       first = fmt::format("call {}: inverse scale {}, want {}; {} of {} values off", k, lab::sci(inv_got),
                           zero ? "a finite one > 0" : lab::sci(1 / want[k]), wrong, kCraftedSize);
       if (unsaturated > 0) first += fmt::format(", {} beyond max not saturated (inf or NaN)", unsaturated);
+      if (!share_ok)
+        first += fmt::format("; {} reported beyond max, want {}", lab::percent(reported, 1),
+                             lab::percent(beyond, 1));
     }
   }
   if (first.empty() || c.mode != Scaling::Delayed) return first;
@@ -430,8 +441,9 @@ std::string judge_case(const QuantizeCase& c) {
 }
 
 // Each rule reached on its own: both formats' maxima, a margin, a negative amax, all zeros (current); a
-// spike that delayed scaling must clip at E5M2's max and forget after kHistory calls, a growing tensor
-// with a margin, all zeros (delayed). Keeps the wrong cases, in this order.
+// spike that delayed scaling must clip at each format's max (E4M3's 448 too, where only the reported share
+// shows it) and forget after kHistory calls, a negative amax, a growing tensor with a margin, all zeros
+// (delayed). Keeps the wrong cases, in this order.
 void judge_quantize(Result& m) {
   std::vector<double> spike(kHistory + 4, 1e-4), growing;
   spike[1] = 3e-2;  // 300x: beyond E5M2's max under the history's scale; gone from a 16-long one at call 18
@@ -444,6 +456,11 @@ void judge_quantize(Result& m) {
       {.name = "negative amax", .amaxes = {5e-2}, .negative = true},
       {.name = "all zeros", .amaxes = {0}},
       {.name = "E5M2 delayed, a spike at call 1", .mode = Scaling::Delayed, .e5m2 = true, .amaxes = spike},
+      {.name = "E4M3 delayed, a spike at call 1", .mode = Scaling::Delayed, .amaxes = spike},
+      {.name = "E4M3 delayed, negative amax",
+       .mode = Scaling::Delayed,
+       .amaxes = {5e-2, 2e-2, 8e-2},
+       .negative = true},
       {.name = "E4M3 delayed, margin 2, growing", .mode = Scaling::Delayed, .margin = 2, .amaxes = growing},
       {.name = "E5M2 delayed, all zeros", .mode = Scaling::Delayed, .e5m2 = true, .amaxes = {0, 0, 0}}};
   m.quantize_cases = std::size(cases);
@@ -697,13 +714,16 @@ void check_quantize(const Result& m, lab::Report& r) {
   // (14_margin_ignored.cpp, 14_margin_only_current.cpp), t.max() for the amax (14_max_not_abs.cpp), no
   // floor under an all-zero amax (14_no_zero_guard.cpp), no saturation (14_no_saturation.cpp), a history
   // never updated, of the wrong length or joined by this call's amax (14_history_*.cpp,
-  // 14_delayed_includes_current.cpp).
+  // 14_delayed_includes_current.cpp), a delayed history of t.max() (14_delayed_history_signed.cpp, through
+  // delayed scaling's negative amax), and a share clipped counted from the cast's infs, which E4M3 never
+  // makes (14_saturated_share_from_infs.cpp, through E4M3's spike beyond 448).
   std::string wrong;
   for (const auto& [name, why] : m.quantize_wrong)
     wrong += fmt::format("{}{} ({})", wrong.empty() ? "" : "; ", name, why);
   r.check("quantize-matches-float64",
-          "on crafted tensors quantize() gives the lab's float64 step: both formats' maxima, a margin, a "
-          "negative amax, all zeros, and a delayed history's spike and length",
+          "on crafted tensors quantize() gives the lab's float64 step and reports the share it clipped: both "
+          "formats' maxima, a margin, a negative amax, all zeros, and a delayed history's spike (past each "
+          "format's max), length and sign",
           m.quantize_wrong.empty(),
           m.quantize_wrong.empty()
               ? fmt::format("all {} cases within one FP8 step, inverse scales within {:g}", m.quantize_cases,

@@ -202,7 +202,16 @@ bool parameters_equal(const torch::nn::Module& a, const torch::nn::Module& b, do
   bool equal = true;
   auto pa = a.parameters(), pb = b.parameters();
   for (size_t i = 0; i < pa.size(); ++i) {
-    equal = equal && torch::equal(pa[i], pb[i]);
+    // Bit for bit: the same NaN twice is equal too (torch::equal says NaN != NaN).
+    const auto bits = [](const torch::Tensor& t) {
+      const auto size = t.element_size();
+      return t.detach().contiguous().view(size == 8   ? torch::kInt64
+                                          : size == 4 ? torch::kInt32
+                                                      : torch::kInt16);
+    };
+    equal = equal && (pa[i].element_size() > 1 && pa[i].element_size() == pb[i].element_size()
+                          ? torch::equal(bits(pa[i]), bits(pb[i]))
+                          : torch::equal(pa[i], pb[i]));
     *max_diff = std::max(*max_diff, (pa[i] - pb[i]).abs().max().item<double>());
   }
   return equal;
@@ -317,7 +326,7 @@ void on_scratch_signal(int signo, siginfo_t* info, void* context) {
       before.sa_sigaction(signo, info, context);
     else
       before.sa_handler(signo);
-    struct sigaction now {};
+    struct sigaction now{};
     if (::sigaction(signo, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL)
       remove_live_scratch_folders();
     errno = saved_errno;
@@ -325,7 +334,7 @@ void on_scratch_signal(int signo, siginfo_t* info, void* context) {
   }
   // No handler before ours: clean up, then end the process by this signal, as the default action would.
   remove_live_scratch_folders();
-  struct sigaction dfl {};
+  struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
   ::sigaction(signo, &dfl, nullptr);
@@ -339,13 +348,13 @@ void install_scratch_handlers() {
   static const bool at_exit = std::atexit(remove_live_scratch_folders) == 0;
   (void)at_exit;
   for (int i = 0; i < kNumScratchSignals; ++i) {
-    struct sigaction current {};
+    struct sigaction current{};
     if (::sigaction(kScratchSignals[i], nullptr, &current) != 0) continue;
     if (!(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_IGN) continue;
     // Never chain to ourselves (a handler that was not restored because the first sigaction failed).
     if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_scratch_signal) continue;
     g_scratch_previous[i] = current;
-    struct sigaction ours {};
+    struct sigaction ours{};
     ours.sa_sigaction = on_scratch_signal;
     ours.sa_flags = SA_SIGINFO | (current.sa_flags & SA_RESTART);  // keep the program's restart choice
     sigemptyset(&ours.sa_mask);
@@ -359,7 +368,7 @@ void restore_scratch_handlers() {
   for (int i = 0; i < kNumScratchSignals; ++i) {
     if (!g_scratch_installed[i]) continue;
     g_scratch_installed[i] = false;
-    struct sigaction current {};
+    struct sigaction current{};
     if (::sigaction(kScratchSignals[i], nullptr, &current) == 0 && (current.sa_flags & SA_SIGINFO) &&
         current.sa_sigaction == on_scratch_signal)
       ::sigaction(kScratchSignals[i], &g_scratch_previous[i], nullptr);

@@ -67,9 +67,21 @@ ExerciseHint read_hint(const YamlFile& v, const YAML::Node& node, const std::str
   return h;
 }
 
-// exercises[i]; `labs_seen` holds the labs of the exercises before it.
+// An exercise's own hint takes the place of the library error of its id (shared): it must be a hint for an
+// error too, the exercise's words for it. One matched by a check would hide the library's hint from that
+// exercise, whose learners then got none for that error.
+void check_shadowing(const YamlFile& v, const YAML::Node& node, const std::string& at, const ExerciseHint& h,
+                     const std::vector<ExerciseHint>& shared) {
+  for (const ExerciseHint& lib : shared)
+    if (lib.id == h.id && h.error.empty())
+      v.fail(node["id"].Mark(), at + ".id",
+             "hint id " + lab::quote(h.id) + " is a library error's (" + lab::quote(lib.error) +
+                 "), and this hint names a failed check: give it an id of its own");
+}
+
+// exercises[i]; `labs_seen` holds the labs of the exercises before it, `shared` the library errors.
 ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, const LabLookup& labs,
-                           std::set<std::string>& labs_seen) {
+                           std::set<std::string>& labs_seen, const std::vector<ExerciseHint>& shared) {
   const std::string at = fmt::format("exercises[{}]", i);
   v.mapping(node, kExerciseKeys, at, "a mapping with lab, title and hints");
   ExerciseInfo e;
@@ -85,8 +97,11 @@ ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, 
   if (!node["hints"]) return e;
   const YAML::Node hints = v.list(node["hints"], at + ".hints");
   std::set<std::string> ids;
-  for (size_t k = 0; k < hints.size(); ++k)
-    e.hints.push_back(read_hint(v, hints[k], fmt::format("{}.hints[{}]", at, k), ids));
+  for (size_t k = 0; k < hints.size(); ++k) {
+    const std::string hint_at = fmt::format("{}.hints[{}]", at, k);
+    e.hints.push_back(read_hint(v, hints[k], hint_at, ids));
+    check_shadowing(v, hints[k], hint_at, e.hints.back(), shared);
+  }
   return e;
 }
 
@@ -100,21 +115,24 @@ std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& n
   const YamlFile v(std::move(text), name, kExercisesFile);
   const YAML::Node& root = v.root(kExercisesKeys);
   const YAML::Node list = v.list(v.required(root, "exercises", "exercises"), "exercises");
+  std::vector<ExerciseHint> hints;  // library_errors, read first: an exercise's hint may take one's place
+  if (root["library_errors"]) {
+    const YAML::Node shared = v.list(root["library_errors"], "library_errors");
+    std::set<std::string> ids;
+    for (size_t k = 0; k < shared.size(); ++k) {
+      const std::string at = fmt::format("library_errors[{}]", k);
+      if (shared[k].IsMap() && shared[k]["check"])
+        v.fail(shared[k]["check"].Mark(), at + ".check",
+               "a library error is matched by its error words only");
+      ExerciseHint h = read_hint(v, shared[k], at, ids);
+      h.shared = true;
+      hints.push_back(std::move(h));
+    }
+  }
   std::vector<ExerciseInfo> exercises;
   std::set<std::string> labs_seen;
-  for (size_t i = 0; i < list.size(); ++i) exercises.push_back(read_exercise(v, list[i], i, labs, labs_seen));
-  if (!root["library_errors"]) return exercises;
-  const YAML::Node shared = v.list(root["library_errors"], "library_errors");
-  std::set<std::string> ids;
-  std::vector<ExerciseHint> hints;
-  for (size_t k = 0; k < shared.size(); ++k) {
-    const std::string at = fmt::format("library_errors[{}]", k);
-    if (shared[k].IsMap() && shared[k]["check"])
-      v.fail(shared[k]["check"].Mark(), at + ".check", "a library error is matched by its error words only");
-    ExerciseHint h = read_hint(v, shared[k], at, ids);
-    h.shared = true;
-    hints.push_back(std::move(h));
-  }
+  for (size_t i = 0; i < list.size(); ++i)
+    exercises.push_back(read_exercise(v, list[i], i, labs, labs_seen, hints));
   for (ExerciseInfo& e : exercises) {
     for (const ExerciseHint& h : hints)
       if (std::none_of(e.hints.begin(), e.hints.end(),

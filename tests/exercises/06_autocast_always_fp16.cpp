@@ -1,7 +1,7 @@
 // A wrong solution kept by the tests (tests/test_exercises.cpp): lab 06's amp.cpp with autocast always in
 // fp16, whatever the step's dtype: the bf16 run computes in fp16, without a scaler.
 //
-// expect-hint: autocast-dtype
+// expect-hint: autocast-fixed-dtype
 #include "amp.h"
 
 #include <torch/nn/functional/loss.h>
