@@ -9,6 +9,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "runner/terminal_keys.h"
+
 namespace runner {
 namespace {
 
@@ -30,6 +32,7 @@ void say(const char* text) {
 
 void on_signal(int signo) {
   const int saved_errno = errno;
+  restore_terminal_mode();  // a key awaited at the terminal: its mode as it was, whatever comes next
   if (!g_first) g_first = signo;
   g_count = g_count + 1;
   if (g_count >= 3) {  // the walk did not end soon enough: end now, as the signal would by default
