@@ -65,12 +65,12 @@ void on_signal(int signo) {
 }  // namespace
 
 void install_interrupt_handler() {
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocked read or poll returns, and the walk goes on to its summary
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
-  struct sigaction resize {};
+  struct sigaction resize{};
   resize.sa_handler = on_resize;
   sigemptyset(&resize.sa_mask);
   resize.sa_flags = SA_RESTART;

@@ -9,23 +9,24 @@
 #include <csignal>
 
 namespace runner {
-namespace terminal_keys {  // named: KeyTerminal::Buffers holds these (an unnamed one would give it internal types)
+namespace terminal_keys {  // named: KeyTerminal::Buffers holds these (an unnamed one would give it internal
+                           // types)
 
 // What the signal handlers need, set before a read puts the terminal in raw mode.
-termios g_cooked{};                             // the terminal's mode before the read
-termios g_raw{};                                // the mode while a key is awaited
-volatile std::sig_atomic_t g_waiting = 0;       // a read waits for a key (in raw mode unless stopped)
-const char* volatile g_prompt = nullptr;         // the line a read waits at, shown again after fg
+termios g_cooked{};                        // the terminal's mode before the read
+termios g_raw{};                           // the mode while a key is awaited
+volatile std::sig_atomic_t g_waiting = 0;  // a read waits for a key (in raw mode unless stopped)
+const char* volatile g_prompt = nullptr;   // the line a read waits at, shown again after fg
 volatile size_t g_prompt_size = 0;
-constexpr int kTerminal = STDIN_FILENO;         // the keys' terminal
-struct sigaction g_stop_action {};              // on_key_wait_stop(), installed while a KeyTerminal lives
+constexpr int kTerminal = STDIN_FILENO;  // the keys' terminal
+struct sigaction g_stop_action{};        // on_key_wait_stop(), installed while a KeyTerminal lives
 
 // Ctrl-Z (SIGTSTP): the terminal as it was, then stop as the signal would by default; after fg (or bg),
 // this handler again.
 void on_key_wait_stop(int signo) {
   const int saved_errno = errno;
   if (g_waiting) ::tcsetattr(kTerminal, TCSANOW, &g_cooked);
-  struct sigaction stop {};
+  struct sigaction stop{};
   stop.sa_handler = SIG_DFL;
   sigemptyset(&stop.sa_mask);
   ::sigaction(signo, &stop, nullptr);
@@ -170,7 +171,7 @@ struct KeyTerminal::Buffers {
   terminal_keys::LineMemory memory;
   std::ostream echo;
   terminal_keys::KeyInput keys;
-  struct sigaction old_stop {}, old_continue {};
+  struct sigaction old_stop{}, old_continue{};
 };
 
 KeyTerminal::KeyTerminal(std::ostream& screen)
@@ -179,7 +180,7 @@ KeyTerminal::KeyTerminal(std::ostream& screen)
   sigemptyset(&terminal_keys::g_stop_action.sa_mask);
   terminal_keys::g_stop_action.sa_flags = SA_RESTART;  // a read or write the stop came in goes on after fg
   ::sigaction(SIGTSTP, &terminal_keys::g_stop_action, &buffers_->old_stop);
-  struct sigaction resume {};
+  struct sigaction resume{};
   resume.sa_handler = terminal_keys::on_key_wait_continue;
   sigemptyset(&resume.sa_mask);
   resume.sa_flags = SA_RESTART;

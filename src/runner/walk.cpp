@@ -233,7 +233,8 @@ int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostr
   std::string stop_reason;
   // The terms glossed so far, each once; at a terminal with saved progress, once across walks too.
   const bool remember_terms = options.pause && options.progress;
-  std::set<std::string> glossed = remember_terms ? terms_shown_before(options.progress) : std::set<std::string>{};
+  std::set<std::string> glossed =
+      remember_terms ? terms_shown_before(options.progress) : std::set<std::string>{};
   for (size_t i = 0; i < walked.size(); ++i) {
     if (interrupt_signal()) {  // a signal while the quiz loaded, or during the pause
       stop_reason = interrupt_reason();

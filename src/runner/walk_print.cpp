@@ -139,7 +139,8 @@ std::string banner_text(const Answered& a, size_t index, size_t count) {
 // The rows print_banner() takes below its blank line, for a walk of at most 99 questions.
 size_t banner_rows(const Answered& a, size_t width) {
   const std::string text = banner_text(a, 98, 99);
-  return !width || lab::display_width(text) + 6 <= width ? 1 : 1 + lab::wrap_lines(text, width, "", "  ").size();
+  return !width || lab::display_width(text) + 6 <= width ? 1
+                                                         : 1 + lab::wrap_lines(text, width, "", "  ").size();
 }
 
 }  // namespace
@@ -197,8 +198,9 @@ size_t fit_screen(const Answered& a, const WalkOptions& options, const std::vect
     bool name_rest;   // the terms not glossed named on a line
   };
   size_t chosen = 0;
-  for (const Step step : {Step{0, true, true}, Step{1, true, true}, Step{1, false, true}, Step{2, false, true},
-                          Step{2, false, false}, Step{3, false, true}, Step{3, false, false}}) {
+  for (const Step step :
+       {Step{0, true, true}, Step{1, true, true}, Step{1, false, true}, Step{2, false, true},
+        Step{2, false, false}, Step{3, false, true}, Step{3, false, false}}) {
     chosen = std::min(step.measured, measured.size() - 1);
     const size_t lab_rows = line_count(measured[chosen]);
     glosses = glosses_before_prompt(*options.glossary, *a.question, measured[chosen], glossed, options.width,
@@ -247,7 +249,8 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
   const std::string& lab_part = measured[fit_screen(a, options, measured, glossed, reserved, style, glosses)];
   // Under the measured part when everything fits, else above it, so that what was measured and the
   // question stay on screen together (the terms scroll up first).
-  const bool fits = banner_rows(a, options.width) + reserved + line_count(lab_part) + glosses.rows <= options.rows;
+  const bool fits =
+      banner_rows(a, options.width) + reserved + line_count(lab_part) + glosses.rows <= options.rows;
   if (!fits) out << glosses.text;
   out << lab_part;
   if (fits) out << glosses.text;

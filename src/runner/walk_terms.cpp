@@ -29,9 +29,16 @@ std::string more_terms_line(const std::vector<const Term*>& terms, size_t width,
   return text;
 }
 
+bool lowered_has(std::string text, std::string word) {
+  for (auto* s : {&text, &word})
+    std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return std::tolower(c); });
+  return text.find(word) != std::string::npos;
+}
+
 }  // namespace
 
-std::vector<const Term*> question_terms(const Glossary& glossary, const Question& q, const std::string& shown) {
+std::vector<const Term*> question_terms(const Glossary& glossary, const Question& q,
+                                        const std::string& shown) {
   std::vector<const Term*> terms = glossary.terms_in(q.prompt + "\n" + shown);
   std::string options;
   for (const auto& o : q.options) options += o + "\n";
@@ -53,6 +60,20 @@ ScreenGlosses glosses_before_prompt(const Glossary& glossary, const Question& q,
     if (glossed.count(t->name)) continue;
     (std::find(own.begin(), own.end(), t) != own.end() ? own_terms : lab_terms).push_back(t);
   }
+  // A term only the options use is glossed when two options or more use it: a gloss of a term of one option
+  // alone would point at that option (t shows it all the same).
+  const std::vector<const Term*> in_text = glossary.terms_in(q.prompt + "\n" + shown);
+  std::erase_if(own_terms, [&](const Term* t) {
+    if (std::find(in_text.begin(), in_text.end(), t) != in_text.end()) return false;
+    size_t options_using = 0;
+    for (const auto& option : q.options) {
+      // By its name, as the gloss shows it: "custom_fwd" would point at the option that names it, though
+      // another uses its variant custom_bwd.
+      options_using += !glossary.terms_in(option).empty() && Glossary({*t}).terms_in(option).size() == 1 &&
+                       lowered_has(option, t->name);
+    }
+    return options_using < 2;
+  });
   // The first `k` of the lab's terms glossed with the question's own, and the line naming the rest.
   const auto layout = [&](size_t k) {
     ScreenGlosses g;

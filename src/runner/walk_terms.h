@@ -22,7 +22,8 @@ struct Term;
 // The terms of a question's screen, for the t key: those `shown` (the lab's measured part) and its prompt
 // use, in order of first appearance, then those only its options use, in the glossary's order (an order
 // that says nothing about which option uses which, nor where an option stands).
-std::vector<const Term*> question_terms(const Glossary& glossary, const Question& q, const std::string& shown);
+std::vector<const Term*> question_terms(const Glossary& glossary, const Question& q,
+                                        const std::string& shown);
 
 // The glosses a question's screen shows before its prompt, at `width` columns: the terms of
 // question_terms() not in `glossed` (the names shown so far), the lab's first and the question's own last.

@@ -11,8 +11,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <stdexcept>
+#include <string>
 
 namespace test_support {
 

@@ -30,7 +30,8 @@ class Terminal {
   int expect_any(const std::vector<std::string>& texts, double timeout_s = 120);
   void type(const std::string& keys);
   void resize(unsigned columns, unsigned rows);
-  // The terminal's mode now: false when the program set it non-canonical (keys without Enter) or without echo.
+  // The terminal's mode now: false when the program set it non-canonical (keys without Enter) or without
+  // echo.
   bool line_mode() const;
   // Sends `signo` to the terminal's foreground process group (the program, or the job).
   void signal_foreground(int signo);
