@@ -131,7 +131,13 @@ void walk_every_track(unsigned columns) {
       for (const std::string& name : glossed_on(screen)) CHECK_MESSAGE(glossed.insert(name).second, name);
       std::map<std::string, int> options_using;
       for (const auto& o : q.options)
-        for (const runner::Term* term : glossary().terms_in(o)) ++options_using[term->name];
+        for (const runner::Term* term : glossary().terms_in(o)) {
+          std::string lower = o, name = term->name;  // named as the gloss names it
+          for (auto* text : {&lower, &name})
+            std::transform(text->begin(), text->end(), text->begin(),
+                           [](unsigned char c) { return std::tolower(c); });
+          options_using[term->name] += lower.find(name) != std::string::npos;
+        }
       for (const auto& [name, n] : options_using)
         if (n >= 2) CHECK_MESSAGE(glossed.count(name), name);
       // One key, no Enter: the answer, then o at the pause.
