@@ -9,6 +9,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "runner/terminal_keys.h"
+
 namespace runner {
 namespace {
 
@@ -30,6 +32,7 @@ void say(const char* text) {
 
 void on_signal(int signo) {
   const int saved_errno = errno;
+  restore_terminal_mode();  // a key awaited at the terminal: its mode as it was, whatever comes next
   if (!g_first) g_first = signo;
   g_count = g_count + 1;
   if (g_count >= 3) {  // the walk did not end soon enough: end now, as the signal would by default
@@ -62,12 +65,12 @@ void on_signal(int signo) {
 }  // namespace
 
 void install_interrupt_handler() {
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;  // no SA_RESTART: a blocked read or poll returns, and the walk goes on to its summary
   for (int signo : {SIGINT, SIGTERM, SIGHUP}) sigaction(signo, &sa, nullptr);
-  struct sigaction resize {};
+  struct sigaction resize{};
   resize.sa_handler = on_resize;
   sigemptyset(&resize.sa_mask);
   resize.sa_flags = SA_RESTART;

@@ -18,6 +18,7 @@
 #include "runner/glossary.h"
 #include "runner/lab_process.h"
 #include "runner/quiz_order.h"
+#include "runner/terminal_keys.h"
 #include "runner/walk.h"
 
 namespace runner {
@@ -274,6 +275,10 @@ int cmd_quiz(int argc, const char* const* argv) {
   choose_order(p.walk, p.store ? p.store : reader);
   // Pause between questions only for a person: not when scripted, revealed, or reading from a pipe.
   p.walk.pause = !p.walk.answers && !p.walk.reveal && isatty(STDIN_FILENO);
+  if (p.walk.pause && isatty(STDOUT_FILENO)) {  // a person at a terminal: one key, no Enter
+    KeyTerminal terminal(std::cout);
+    return walk(p.quiz, p.walk, terminal.in(), terminal.out());
+  }
   return walk(p.quiz, p.walk, std::cin, std::cout);
 }
 

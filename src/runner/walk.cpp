@@ -14,6 +14,7 @@
 #include "lab/text.h"
 #include "runner/interrupt.h"
 #include "runner/walk_state.h"
+#include "runner/walk_terms.h"
 
 namespace runner {
 namespace {
@@ -257,7 +258,10 @@ int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostr
 
   print_header(quiz, options, walked.size(), out, style);
   std::string stop_reason;
-  std::set<std::string> glossed;  // terms glossed so far: each once per walk
+  // The terms glossed so far, each once; at a terminal with saved progress, once across walks too.
+  const bool remember_terms = options.pause && options.progress;
+  std::set<std::string> glossed =
+      remember_terms ? terms_shown_before(options.progress) : std::set<std::string>{};
   for (size_t i = 0; i < walked.size(); ++i) {
     if (interrupt_signal()) {  // a signal while the quiz loaded, or during the pause
       stop_reason = interrupt_reason();
@@ -267,7 +271,10 @@ int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostr
       options.width = lab::terminal_width();
       options.rows = lab::terminal_rows();
     }
-    if (!walk_question(walked[i], i, walked.size(), options, in, out, glossed, &stop_reason)) break;
+    const size_t known = glossed.size();
+    const bool went_on = walk_question(walked[i], i, walked.size(), options, in, out, glossed, &stop_reason);
+    if (remember_terms && glossed.size() > known) remember_terms_shown(options.progress, glossed);
+    if (!went_on) break;
   }
   print_summary(walked, quiz, options, stop_reason, out, style);
   if (json) json->commit(walk_json(walked, options, stop_reason.empty()));

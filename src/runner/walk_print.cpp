@@ -9,6 +9,7 @@
 
 #include "runner/glossary.h"
 #include "runner/walk_state.h"
+#include "runner/walk_terms.h"
 
 namespace runner {
 namespace {
@@ -37,6 +38,34 @@ std::string numbers(const std::vector<int>& list) {
   std::string s;
   for (int n : list) s += (s.empty() ? "" : ",") + std::to_string(n);
   return s;
+}
+
+size_t line_count(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// `text` without its blank lines (nothing but blanks and colour codes).
+std::string without_blank_lines(const std::string& text) {
+  std::string kept;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    bool blank = true;
+    for (size_t k = 0; k < line.size() && blank; ++k)
+      if (line[k] == '\x1b')
+        k = std::min(line.find('m', k), line.size());
+      else
+        blank = line[k] == ' ';
+    if (!blank) kept += line + "\n";
+  }
+  return kept;
+}
+
+// `report` without the notes above its first section (the set-up: the model, the types, the machine).
+lab::Report without_set_up_notes(const lab::Report& report) {
+  nlohmann::json j = report.to_json();
+  auto& blocks = j["blocks"];
+  while (!blocks.empty() && blocks.front().contains("note")) blocks.erase(blocks.begin());
+  return lab::Report::from_json(j);
 }
 
 }  // namespace
@@ -100,10 +129,25 @@ void print_header(const Quiz& quiz, const WalkOptions& options, size_t questions
   for (const auto& line : lab::wrap_lines(context, width, "", "  ")) out << style.dim(line) << "\n";
 }
 
+namespace {
+
+std::string banner_text(const Answered& a, size_t index, size_t count) {
+  return fmt::format("{}/{} · lab {} · {}", index + 1, count, a.question->lab,
+                     a.decl ? a.decl->folder() + "/" : "?");
+}
+
+// The rows print_banner() takes below its blank line, for a walk of at most 99 questions.
+size_t banner_rows(const Answered& a, size_t width) {
+  const std::string text = banner_text(a, 98, 99);
+  return !width || lab::display_width(text) + 6 <= width ? 1
+                                                         : 1 + lab::wrap_lines(text, width, "", "  ").size();
+}
+
+}  // namespace
+
 void print_banner(const Answered& a, size_t index, size_t count, std::ostream& out, const lab::Style& style,
                   size_t width, bool blank_line) {
-  const std::string text = fmt::format("{}/{} · lab {} · {}", index + 1, count, a.question->lab,
-                                       a.decl ? a.decl->folder() + "/" : "?");
+  const std::string text = banner_text(a, index, count);
   // "━━ text ━━" on one line when it fits, else the text wrapped under a rule as wide as the screen.
   if (blank_line) out << "\n";
   if (!width || lab::display_width(text) + 6 <= width)
@@ -117,6 +161,58 @@ void print_banner(const Answered& a, size_t index, size_t count, std::ostream& o
   out << std::flush;  // a reader of a pipe sees which lab runs
 }
 
+namespace {
+
+// The lab's header line as the walk shows it: the banner already names the lab and its file, so the header
+// keeps the device, the lab's own types (where the old banner had one global dtype), the seed and mode, and
+// the run time, on one line.
+std::string lab_header(const Answered& a, const WalkOptions& options) {
+  std::string header = a.lab.report->header();
+  if (!options.reveal) {
+    const auto device = header.find("device ");
+    if (device != std::string::npos) header.erase(0, device);
+  }
+  if (!a.lab.report->dtypes().empty()) {
+    const auto seed = header.find(" · seed ");
+    header.insert(seed == std::string::npos ? header.size() : seed, " · " + a.lab.report->dtypes());
+  }
+  if (!options.reveal) header += " · measured in " + lab::num(a.lab.report->elapsed(), 3) + " s";
+  return header;
+}
+
+// Neutral definitions of the terms not shown before (runner/walk_terms.h), all before the question, on the
+// rows the screen has beside the banner, the question and its prompt (`reserved`). `measured` holds the
+// lab's measured part in ever shorter forms. What the learner needs least before answering goes first: the
+// lab's header line (its device, seed and run time, most of them in the walk's header), then the glosses
+// of the lab's own terms (named for the t key), then the blank lines between the lab's sections, then that
+// line of names, then the lab's notes on its set-up above its first section. The question's own terms are
+// always glossed. Returns the form of the measured part to show, and adds the terms glossed to `glossed`.
+size_t fit_screen(const Answered& a, const WalkOptions& options, const std::vector<std::string>& measured,
+                  std::set<std::string>& glossed, size_t reserved, const lab::Style& style,
+                  ScreenGlosses& glosses) {
+  const size_t used = banner_rows(a, options.width) + reserved;
+  const size_t rows = options.rows > used ? options.rows - used : 0;
+  struct Step {
+    size_t measured;  // index into `measured`
+    bool all;         // every term glossed
+    bool name_rest;   // the terms not glossed named on a line
+  };
+  size_t chosen = 0;
+  for (const Step step :
+       {Step{0, true, true}, Step{1, true, true}, Step{1, false, true}, Step{2, false, true},
+        Step{2, false, false}, Step{3, false, true}, Step{3, false, false}}) {
+    chosen = std::min(step.measured, measured.size() - 1);
+    const size_t lab_rows = line_count(measured[chosen]);
+    glosses = glosses_before_prompt(*options.glossary, *a.question, measured[chosen], glossed, options.width,
+                                    rows > lab_rows ? rows - lab_rows : 0, step.name_rest, style);
+    if (lab_rows + glosses.rows <= rows && (glosses.all || !step.all)) break;
+  }
+  glossed.insert(glosses.glossed.begin(), glosses.glossed.end());
+  return chosen;
+}
+
+}  // namespace
+
 std::string print_lab(const Answered& a, const WalkOptions& options, std::ostream& out,
                       const lab::Style& style, std::set<std::string>& glossed, const std::string& also_shown,
                       size_t reserved) {
@@ -127,44 +223,40 @@ std::string print_lab(const Answered& a, const WalkOptions& options, std::ostrea
         << "\n";
     return "";
   }
-  // The walk's banner already names the lab and its file: the header keeps the device, the lab's own types
-  // (where the old banner had one global dtype), the seed and mode, and the run time, on one line.
-  lab::Report report = *a.lab.report;
-  std::string header = report.header();
-  if (!options.reveal) {
-    const auto device = header.find("device ");
-    if (device != std::string::npos) header.erase(0, device);
-  }
-  if (!a.lab.report->dtypes().empty()) {
-    const auto seed = header.find(" · seed ");
-    header.insert(seed == std::string::npos ? header.size() : seed, " · " + a.lab.report->dtypes());
-  }
-  if (!options.reveal) header += " · measured in " + lab::num(report.elapsed(), 3) + " s";
-  report.set_header(header);
   // Observe first: what the lab measured, under its neutral heading. The checks state the answer, so they
   // wait until the learner has answered (--reveal shows everything at once).
-  const lab::Part part = options.reveal ? lab::Part::All : lab::Part::Measured;
-  const std::string heading = options.reveal ? "" : a.decl->heading;
-  const std::string shown = report.render_text({.color = options.color,
-                                                .part = part,
-                                                .heading = heading,
-                                                .width = options.width,
-                                                .elapsed_line = options.reveal});
-  // Neutral definitions of the terms this walk shows for the first time, all before the question: under the
-  // measured part when everything fits on the screen, else above it, so that what was measured and the
-  // question stay on screen together (the terms scroll up first).
-  std::string terms;
-  if (options.glossary)
-    if (const auto fresh = options.glossary->new_terms(also_shown + "\n" + shown, glossed); !fresh.empty())
-      terms = terms_block(fresh, options.width, style);
-  const auto lines = [](const std::string& text) {
-    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  lab::Report report = *a.lab.report;
+  const auto render = [&](const std::string& header) {
+    report.set_header(header);
+    return report.render_text({.color = options.color,
+                               .part = options.reveal ? lab::Part::All : lab::Part::Measured,
+                               .heading = options.reveal ? "" : a.decl->heading,
+                               .width = options.width,
+                               .elapsed_line = options.reveal});
   };
-  const bool fits = 2 + reserved + lines(shown) + lines(terms) <= options.rows;  // 2: the banner
-  if (!fits) out << terms;
-  out << shown;
-  if (fits) out << terms;
-  return terms_block(terms_in(options, also_shown + "\n" + shown), options.width, style);
+  const std::string shown = render(lab_header(a, options));
+  if (!options.glossary) {
+    out << shown;
+    return "";
+  }
+  std::vector<std::string> measured = {shown};  // --reveal shows everything
+  if (!options.reveal) {
+    measured = {shown, render(""), without_blank_lines(render(""))};
+    report = without_set_up_notes(report);
+    measured.push_back(without_blank_lines(render("")));
+  }
+  ScreenGlosses glosses;
+  const std::string& lab_part = measured[fit_screen(a, options, measured, glossed, reserved, style, glosses)];
+  // Under the measured part when everything fits, else above it, so that what was measured and the
+  // question stay on screen together (the terms scroll up first).
+  const bool fits =
+      banner_rows(a, options.width) + reserved + line_count(lab_part) + glosses.rows <= options.rows;
+  if (!fits) out << glosses.text;
+  out << lab_part;
+  if (fits) out << glosses.text;
+  // For the t key: every term of the question's screen.
+  return terms_block(question_terms(*options.glossary, *a.question, also_shown + "\n" + shown), options.width,
+                     style);
 }
 
 void print_question(const Question& q, const OptionOrder& order, std::ostream& out, const lab::Style& style,
@@ -291,7 +383,9 @@ std::vector<AnswerPart> answer_parts(const Answered& a, const WalkOptions& optio
   std::ostringstream others;
   print_why(a, others, style, width, false, [&](int index) { return index != a.chosen; });
   parts.push_back({'o', "other options", others.str()});
-  std::string all_text = fill(a.question->explanation, values_of(a)) + "\n" + others.str();
+  std::string all_text = a.question->prompt + "\n";  // the terms of every screen of the question
+  for (const auto& option : a.question->options) all_text += option + "\n";
+  all_text += fill(a.question->explanation, values_of(a)) + "\n" + others.str();
   if (a.reported()) {
     const lab::Report& report = *a.lab.report;
     parts.push_back(

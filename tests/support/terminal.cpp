@@ -5,16 +5,60 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 
 namespace test_support {
 
+namespace {
+
+const char* mode_name(int fd) {
+  termios t{};
+  if (::tcgetattr(fd, &t) != 0) return "no mode";
+  return (t.c_lflag & ICANON) && (t.c_lflag & ECHO) ? "line mode" : "raw mode";
+}
+
+// In the session leader of a new pty: runs `args` as its foreground job and reports on it (Terminal's
+// `as_job`). Never returns.
+[[noreturn]] void run_as_job(char* const* args) {
+  int ready[2];
+  if (::pipe(ready) != 0) ::_exit(127);
+  const pid_t job = ::fork();
+  if (job == 0) {
+    ::setpgid(0, 0);
+    char go = 0;
+    ::close(ready[1]);
+    if (::read(ready[0], &go, 1) != 1) ::_exit(127);  // the terminal is the job's before it reads
+    ::execv(args[0], args);
+    ::_exit(127);
+  }
+  ::setpgid(job, job);
+  ::tcsetpgrp(STDIN_FILENO, job);
+  ::close(ready[0]);
+  [[maybe_unused]] const ssize_t n = ::write(ready[1], "g", 1);
+  for (;;) {
+    int status = 0;
+    if (::waitpid(job, &status, WUNTRACED) < 0) ::_exit(127);
+    const char* mode = mode_name(STDIN_FILENO);
+    if (WIFSTOPPED(status)) {
+      ::dprintf(STDOUT_FILENO, "\n[job stopped; terminal in %s]\n", mode);
+      continue;
+    }
+    ::dprintf(STDOUT_FILENO, "\n[job ended; terminal in %s]\n", mode);
+    ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+}
+
+}  // namespace
+
 Terminal::Terminal(const std::vector<std::string>& argv, unsigned columns, unsigned rows,
-                   const std::vector<std::string>& env) {
+                   const std::vector<std::string>& env, bool as_job) {
   winsize size{};
   size.ws_col = static_cast<unsigned short>(columns);
   size.ws_row = static_cast<unsigned short>(rows);
@@ -28,6 +72,7 @@ Terminal::Terminal(const std::vector<std::string>& argv, unsigned columns, unsig
     ::unsetenv("COLUMNS");  // the terminal's size, not the test's environment, lays the output out
     ::unsetenv("LINES");
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
+    if (as_job) run_as_job(args.data());
     ::execv(args[0], args.data());
     ::_exit(127);
   }
@@ -74,6 +119,15 @@ bool Terminal::expect(const std::string& text, double timeout_s) {
 void Terminal::type(const std::string& keys) {
   if (::write(fd_, keys.data(), keys.size()) != static_cast<ssize_t>(keys.size()))
     throw std::runtime_error("cannot type on the pty");
+}
+
+bool Terminal::line_mode() const {
+  return std::string(mode_name(fd_)) == "line mode";  // Linux: the master reports the terminal's mode
+}
+
+void Terminal::signal_foreground(int signo) {
+  const pid_t group = ::tcgetpgrp(fd_);
+  if (group <= 0 || ::kill(-group, signo) != 0) throw std::runtime_error("cannot signal the foreground");
 }
 
 void Terminal::resize(unsigned columns, unsigned rows) {

@@ -13,8 +13,12 @@ class Terminal {
  public:
   // Runs argv[0] (a path) on a new pty of `columns` x `rows`, with `env` ("NAME=value") added and NO_COLOR
   // set. Ended with SIGKILL at destruction when still running.
+  // With `as_job`, the program runs as a shell runs a foreground job: in a process group of its own under a
+  // session leader that waits for it, so that Ctrl-Z stops it (a session leader's own group is orphaned:
+  // it would not stop). The leader prints "[job stopped; terminal in raw mode]" when it stops and
+  // "[job ended; terminal in line mode]" when it ends (the terminal's mode then), and exits as it did.
   Terminal(const std::vector<std::string>& argv, unsigned columns, unsigned rows,
-           const std::vector<std::string>& env = {});
+           const std::vector<std::string>& env = {}, bool as_job = false);
   ~Terminal();
   Terminal(const Terminal&) = delete;
   Terminal& operator=(const Terminal&) = delete;
@@ -26,6 +30,11 @@ class Terminal {
   int expect_any(const std::vector<std::string>& texts, double timeout_s = 120);
   void type(const std::string& keys);
   void resize(unsigned columns, unsigned rows);
+  // The terminal's mode now: false when the program set it non-canonical (keys without Enter) or without
+  // echo.
+  bool line_mode() const;
+  // Sends `signo` to the terminal's foreground process group (the program, or the job).
+  void signal_foreground(int signo);
   // Reads until the program ends; its exit code, 128 + N for signal N.
   int wait_exit(double timeout_s = 120);
 

@@ -1,0 +1,202 @@
+// One key at a terminal (runner/terminal_keys.h).
+#include "runner/terminal_keys.h"
+
+#include <signal.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+
+namespace runner {
+namespace terminal_keys {  // named: KeyTerminal::Buffers holds these (an unnamed one would give it internal
+                           // types)
+
+// What the signal handlers need, set before a read puts the terminal in raw mode.
+termios g_cooked{};                        // the terminal's mode before the read
+termios g_raw{};                           // the mode while a key is awaited
+volatile std::sig_atomic_t g_waiting = 0;  // a read waits for a key (in raw mode unless stopped)
+const char* volatile g_prompt = nullptr;   // the line a read waits at, shown again after fg
+volatile size_t g_prompt_size = 0;
+constexpr int kTerminal = STDIN_FILENO;  // the keys' terminal
+struct sigaction g_stop_action{};        // on_key_wait_stop(), installed while a KeyTerminal lives
+
+// Ctrl-Z (SIGTSTP): the terminal as it was, then stop as the signal would by default; after fg (or bg),
+// this handler again.
+void on_key_wait_stop(int signo) {
+  const int saved_errno = errno;
+  if (g_waiting) ::tcsetattr(kTerminal, TCSANOW, &g_cooked);
+  struct sigaction stop{};
+  stop.sa_handler = SIG_DFL;
+  sigemptyset(&stop.sa_mask);
+  ::sigaction(signo, &stop, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signo);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(signo);  // stops here until SIGCONT (an orphaned process group does not stop: it goes on at once)
+  ::sigaction(signo, &g_stop_action, nullptr);
+  if (g_waiting && ::tcgetpgrp(kTerminal) == ::getpgrp()) ::tcsetattr(kTerminal, TCSANOW, &g_raw);
+  errno = saved_errno;
+}
+
+// SIGCONT: raw mode again while a read still waits and the walk is in the foreground (in the background,
+// the read stops the walk with SIGTTIN until fg, and this runs again then), and the prompt again under the
+// shell's lines. The read goes on (SA_RESTART), and so does any write the stop came in.
+void on_key_wait_continue(int) {
+  const int saved_errno = errno;
+  if (g_waiting && ::tcgetpgrp(kTerminal) == ::getpgrp()) {
+    ::tcsetattr(kTerminal, TCSANOW, &g_raw);
+    if (const char* prompt = g_prompt) {
+      [[maybe_unused]] const ssize_t n = ::write(STDOUT_FILENO, prompt, g_prompt_size);
+    }
+  }
+  errno = saved_errno;
+}
+
+// Standard output that remembers the text after its last line break: the prompt a key is awaited at.
+class LineMemory : public std::streambuf {
+ public:
+  explicit LineMemory(std::streambuf* to) : to_(to) {}
+  const std::string& line() const { return line_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    remember(&ch, 1);
+    return to_->sputc(ch);
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    remember(s, static_cast<size_t>(n));
+    return to_->sputn(s, n);
+  }
+  int sync() override { return to_->pubsync(); }
+
+ private:
+  void remember(const char* s, size_t n) {
+    const std::string_view text(s, n);
+    const size_t last = text.rfind('\n');
+    if (last != std::string_view::npos) line_.clear();
+    line_.append(text.substr(last == std::string_view::npos ? 0 : last + 1));
+    if (line_.size() > 4096) line_.erase(0, line_.size() - 4096);  // a prompt is one line
+  }
+  std::streambuf* to_;
+  std::string line_;
+};
+
+// Raw mode for the span of one read; the terminal as it was at its end, however it ends.
+class RawMode {
+ public:
+  RawMode() {
+    if (::tcgetattr(kTerminal, &g_cooked) != 0) return;
+    g_raw = g_cooked;
+    g_raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO | ECHONL | IEXTEN);  // ISIG kept: Ctrl-C, Ctrl-Z
+    g_raw.c_cc[VMIN] = 1;
+    g_raw.c_cc[VTIME] = 0;
+    g_waiting = 1;  // before the change: a signal in between restores the terminal as it is now
+    set_ = ::tcsetattr(kTerminal, TCSANOW, &g_raw) == 0;
+  }
+  ~RawMode() {
+    if (!g_waiting) return;  // a signal restored the terminal already (and stdin may be /dev/null now)
+    g_waiting = 0;
+    if (set_) ::tcsetattr(kTerminal, TCSANOW, &g_cooked);
+  }
+  RawMode(const RawMode&) = delete;
+  RawMode& operator=(const RawMode&) = delete;
+
+ private:
+  bool set_ = false;
+};
+
+// stdin a reply at a time (KeyTerminal::in()).
+class KeyInput : public std::streambuf {
+ public:
+  KeyInput(std::ostream& echo, const LineMemory& screen) : echo_(echo), screen_(screen) {}
+
+ protected:
+  int_type underflow() override {
+    if (gptr() < egptr()) return traits_type::to_int_type(*gptr());
+    if (ended_ || (pending_.empty() && !read_keys())) {
+      ended_ = true;
+      return traits_type::eof();
+    }
+    size_t end = pending_.find_first_of("\n\r\x04");
+    if (end == 0 && pending_[0] == '\x04') {  // Ctrl-D, as at the start of a line: end of input
+      ended_ = true;
+      return traits_type::eof();
+    }
+    reply_ = pending_.substr(0, end);
+    if (end != std::string::npos && pending_[end] == '\r' && end + 1 < pending_.size() &&
+        pending_[end + 1] == '\n')
+      ++end;  // a terminal that sends both for Enter
+    pending_.erase(0, end == std::string::npos || pending_[end] == '\x04' ? reply_.size() : end + 1);
+    // The echo the terminal would have given: the visible keys, then the line break of Enter.
+    std::string shown;
+    for (const char c : reply_)
+      if (static_cast<unsigned char>(c) >= 0x20 && c != '\x7f') shown += c;
+    echo_ << shown << "\n" << std::flush;
+    reply_ += '\n';
+    setg(reply_.data(), reply_.data(), reply_.data() + reply_.size());
+    return traits_type::to_int_type(*gptr());
+  }
+
+ private:
+  // Waits for a key in raw mode, then takes every key typed so far. False at end of input: Ctrl-D, or a
+  // signal (the interrupt handler has made stdin /dev/null).
+  bool read_keys() {
+    echo_.flush();
+    g_prompt_size = screen_.line().size();  // unchanged until the read ends
+    g_prompt = screen_.line().c_str();
+    const RawMode raw;
+    char buffer[256];
+    const ssize_t n = ::read(kTerminal, buffer, sizeof buffer);  // EINTR: a signal ends the walk
+    g_prompt = nullptr;
+    if (n <= 0) return false;
+    pending_.append(buffer, static_cast<size_t>(n));
+    return true;
+  }
+
+  std::ostream& echo_;
+  const LineMemory& screen_;
+  std::string pending_;  // keys read and not yet part of a reply
+  std::string reply_;    // the reply being read, with its line break
+  bool ended_ = false;
+};
+
+}  // namespace terminal_keys
+
+struct KeyTerminal::Buffers {
+  explicit Buffers(std::ostream& screen) : memory(screen.rdbuf()), echo(&memory), keys(echo, memory) {}
+  terminal_keys::LineMemory memory;
+  std::ostream echo;
+  terminal_keys::KeyInput keys;
+  struct sigaction old_stop{}, old_continue{};
+};
+
+KeyTerminal::KeyTerminal(std::ostream& screen)
+    : buffers_(std::make_unique<Buffers>(screen)), in_(&buffers_->keys), out_(&buffers_->memory) {
+  terminal_keys::g_stop_action.sa_handler = terminal_keys::on_key_wait_stop;
+  sigemptyset(&terminal_keys::g_stop_action.sa_mask);
+  terminal_keys::g_stop_action.sa_flags = SA_RESTART;  // a read or write the stop came in goes on after fg
+  ::sigaction(SIGTSTP, &terminal_keys::g_stop_action, &buffers_->old_stop);
+  struct sigaction resume{};
+  resume.sa_handler = terminal_keys::on_key_wait_continue;
+  sigemptyset(&resume.sa_mask);
+  resume.sa_flags = SA_RESTART;
+  ::sigaction(SIGCONT, &resume, &buffers_->old_continue);
+}
+
+KeyTerminal::~KeyTerminal() {
+  out_.flush();
+  ::sigaction(SIGTSTP, &buffers_->old_stop, nullptr);
+  ::sigaction(SIGCONT, &buffers_->old_continue, nullptr);
+}
+
+void restore_terminal_mode() noexcept {
+  if (!terminal_keys::g_waiting) return;
+  terminal_keys::g_waiting = 0;
+  ::tcsetattr(terminal_keys::kTerminal, TCSANOW, &terminal_keys::g_cooked);
+}
+
+}  // namespace runner

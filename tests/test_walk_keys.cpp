@@ -1,0 +1,236 @@
+// The walk at a terminal as a person meets it, on a pseudo-terminal of a given size: each question's
+// screen, from its banner to its prompt, fits the terminal's 40 rows at 80 and 120 columns, with the terms
+// of its options glossed before the prompt, and a term glossed once (in a later question or walk only the
+// t key shows it); a key acts without Enter; the terminal's mode is restored on every way out.
+#include <doctest/doctest.h>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "amp_lab_paths.h"
+#include "runner/catalog_labs.h"
+#include "runner/glossary.h"
+#include "runner/quiz.h"
+#include "support/terminal.h"
+
+namespace test_walk_keys {
+namespace {
+
+namespace fs = std::filesystem;
+using test_support::glyphs;
+using test_support::lines_of;
+using test_support::Terminal;
+
+const std::string kRunner = AMP_LAB_BINARY_DIR "/bin/amp-lab";
+const std::string kPrompt = "Your answer [a-d;";
+const std::string kPauseEnd = "q quit ";  // the pause line's last words, before the learner types
+constexpr double kLabSeconds = 120;       // a quick lab's run, with room for a loaded machine
+
+// A private state folder: the walk's saved progress (and the terms it showed) go there.
+struct StateDir {
+  fs::path path;
+  StateDir() {
+    std::string tmpl = (fs::temp_directory_path() / "amp_lab_walk_keys_XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~StateDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::vector<std::string> env() const {
+    return {"XDG_STATE_HOME=" + path.string(), "AMP_LAB_COMMAND=amp-lab"};
+  }
+};
+
+const runner::Quiz& quiz() {
+  static const runner::Quiz q = runner::load_quiz(AMP_LAB_SOURCE_DIR "/quiz.yaml", runner::catalog_lab);
+  return q;
+}
+
+const runner::Glossary& glossary() {
+  static const runner::Glossary g = runner::load_glossary(AMP_LAB_SOURCE_DIR "/glossary.yaml");
+  return g;
+}
+
+// The rows `text` takes on a terminal `columns` wide: what a line overwrote with '\r' is gone, and a line
+// wider than the terminal wraps.
+size_t rows_of(const std::string& text, size_t columns) {
+  size_t rows = 0;
+  for (std::string line : lines_of(text)) {
+    if (const size_t cr = line.rfind('\r'); cr != std::string::npos) line.erase(0, cr + 1);
+    rows += std::max<size_t>(1, (glyphs(line) + columns - 1) / columns);
+  }
+  return rows;
+}
+
+// The names of the terms `screen` glosses: the "  name: definition" lines under a "Terms:" line (a lab's
+// own lines may start the same way).
+std::set<std::string> glossed_on(const std::string& screen) {
+  std::set<std::string> names;
+  bool in_terms = false;
+  for (std::string line : lines_of(screen)) {
+    if (const size_t cr = line.rfind('\r'); cr != std::string::npos) line.erase(0, cr + 1);
+    if (line == "Terms:") {
+      in_terms = true;
+      continue;
+    }
+    in_terms = in_terms && line.rfind("  ", 0) == 0;
+    if (!in_terms) continue;
+    for (const runner::Term& term : glossary().terms())
+      if (line.rfind("  " + term.name + ": ", 0) == 0) names.insert(term.name);
+  }
+  return names;
+}
+
+// Whether the terminal goes to raw mode within 2 s (the prompt is printed just before the read sets it).
+bool becomes_raw(const Terminal& t) {
+  for (int k = 0; k < 200; ++k) {
+    if (!t.line_mode()) return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
+// Waits for the next question's prompt; returns its screen, from its banner to the prompt's end.
+std::string next_screen(Terminal& t) {
+  REQUIRE(t.expect(kPrompt, kLabSeconds));
+  REQUIRE(t.expect("]: "));
+  const size_t banner = t.screen().rfind("━━ ", t.position());
+  REQUIRE(banner != std::string::npos);
+  return t.screen().substr(banner, t.position() - banner);
+}
+
+// Walks each track from a fresh start (the most terms to gloss on its first screens) at `columns` x 40:
+// every screen fits, the options' terms are glossed before the prompt, and a letter, then o, act alone.
+void walk_every_track(unsigned columns) {
+  std::string measured;
+  for (const runner::Track& track : quiz().tracks) {
+    const runner::Quiz questions = runner::select_track(quiz(), track.id);
+    StateDir state;
+    Terminal t({kRunner, "quiz", "--track", track.id, "--quick", "--device", "cpu"}, columns, 40,
+               state.env());
+    std::set<std::string> glossed;  // in this walk so far
+    for (const runner::Question& q : questions.questions) {
+      CAPTURE(q.number);
+      const std::string screen = next_screen(t);
+      const size_t rows = rows_of(screen, columns);
+      measured += " Q" + std::to_string(q.number) + ":" + std::to_string(rows);
+      CHECK(rows <= 40);
+      CHECK(screen.find("Q" + std::to_string(q.number) + ". ") != std::string::npos);
+      // Every term the options use is glossed before the prompt, here or on an earlier screen (but a term
+      // of one option alone: its gloss would point at it), and none twice in the walk.
+      for (const std::string& name : glossed_on(screen)) CHECK_MESSAGE(glossed.insert(name).second, name);
+      std::map<std::string, int> options_using;
+      for (const auto& o : q.options)
+        for (const runner::Term* term : glossary().terms_in(o)) {
+          std::string lower = o, name = term->name;  // named as the gloss names it
+          for (auto* text : {&lower, &name})
+            std::transform(text->begin(), text->end(), text->begin(),
+                           [](unsigned char c) { return std::tolower(c); });
+          options_using[term->name] += lower.find(name) != std::string::npos;
+        }
+      for (const auto& [name, n] : options_using)
+        if (n >= 2) CHECK_MESSAGE(glossed.count(name), name);
+      // One key, no Enter: the answer, then o at the pause.
+      t.type("a");
+      REQUIRE(t.expect(kPauseEnd));
+      const size_t pause = t.position();
+      t.type("o");
+      REQUIRE(t.expect(kPauseEnd));
+      const std::string others = t.screen().substr(pause, t.position() - pause);
+      CHECK(std::count(others.begin(), others.end(), '\n') >= 2);
+      CHECK(others.find("\nNot ") != std::string::npos);
+      t.type("\r");  // Enter, as a terminal sends it
+    }
+    REQUIRE(t.expect("Score: ", 60));
+    CHECK(t.wait_exit() == 0);
+  }
+  MESSAGE(columns << "x40, rows from each banner to its prompt:" << measured);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "at 80x40 every question's screen fits from banner to prompt, and a letter and o act without Enter") {
+  walk_every_track(80);
+}
+
+TEST_CASE(
+    "at 120x40 every question's screen fits from banner to prompt, and a letter and o act without Enter") {
+  walk_every_track(120);
+}
+
+TEST_CASE("a term glossed in one question is not glossed again in a later question or walk, and t shows it") {
+  StateDir state;
+  std::set<std::string> first, again;
+  {
+    Terminal t({kRunner, "quiz", "--only", "1,2", "--quick", "--device", "cpu"}, 80, 40, state.env());
+    first = glossed_on(next_screen(t));
+    REQUIRE_FALSE(first.empty());
+    t.type("s");
+    REQUIRE(t.expect(kPauseEnd));
+    t.type("\n");
+    const std::string second = next_screen(t);
+    // The terms of the first screen that the second uses again: not glossed on it.
+    for (const runner::Term* term : glossary().terms_in(second))
+      if (first.count(term->name)) again.insert(term->name);
+    REQUIRE_FALSE(again.empty());
+    for (const std::string& name : again) CHECK_MESSAGE(glossed_on(second).count(name) == 0, name);
+    // t at the prompt shows every term of the question, those glossed before included.
+    const size_t from = t.position();
+    t.type("t");
+    REQUIRE(t.expect(kPrompt));
+    const std::set<std::string> shown = glossed_on(t.screen().substr(from));
+    for (const std::string& name : again) CHECK_MESSAGE(shown.count(name) == 1, name);
+    t.type("q");
+    CHECK(t.wait_exit() == 0);
+  }
+  // A later walk remembers them (the progress file's "terms_shown").
+  Terminal t({kRunner, "quiz", "--only", "2", "--quick", "--device", "cpu"}, 80, 40, state.env());
+  const std::string screen = next_screen(t);
+  for (const std::string& name : first) CHECK_MESSAGE(glossed_on(screen).count(name) == 0, name);
+  t.type("q");
+  CHECK(t.wait_exit() == 0);
+}
+
+TEST_CASE("a key is awaited in raw mode, and the terminal is back in line mode after q, Ctrl-C and Ctrl-Z") {
+  StateDir state;
+  {
+    Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env(),
+               /*as_job=*/true);
+    next_screen(t);
+    CHECK(becomes_raw(t));
+    // Ctrl-Z: stopped in line mode; continued (fg), raw mode again and the prompt shown again.
+    t.type("\x1a");
+    REQUIRE(t.expect("[job stopped; terminal in line mode]"));
+    t.signal_foreground(SIGCONT);
+    REQUIRE(t.expect(kPrompt));
+    CHECK(becomes_raw(t));
+    t.type("b");
+    REQUIRE(t.expect(kPauseEnd));
+    CHECK(becomes_raw(t));
+    t.type("q");
+    REQUIRE(t.expect("Stopped (quit)."));
+    REQUIRE(t.expect("[job ended; terminal in line mode]"));
+    CHECK(t.wait_exit() == 0);
+  }
+  Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env(),
+             /*as_job=*/true);
+  next_screen(t);
+  CHECK(becomes_raw(t));
+  t.type("\x03");  // Ctrl-C at the prompt
+  REQUIRE(t.expect("Stopped (interrupted)."));
+  REQUIRE(t.expect("[job ended; terminal in line mode]"));
+  CHECK(t.wait_exit() == 128 + SIGINT);
+}
+
+}  // namespace test_walk_keys
