@@ -103,8 +103,24 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
     for (const auto& line : lines_of(before_prompt))
       for (const runner::Term& term : glossary().terms())
         if (line.rfind("  " + term.name + ": ", 0) == 0) glossed.insert(term.name);
+    // A screen short of rows names the rest of the lab's terms on one line that `t` defines: named there,
+    // a term counts as shown.
+    const std::string more = "More terms (t defines them): ";
+    if (const size_t at = before_prompt.find(more); at != std::string::npos) {
+      std::string names;
+      for (size_t from = at + more.size();;) {  // the line and its continuations, indented by two
+        const size_t end = before_prompt.find('\n', from);
+        names += before_prompt.substr(from, end - from) + " ";
+        if (end == std::string::npos || before_prompt.compare(end + 1, 2, "  ") != 0 ||
+            before_prompt.compare(end + 3, 1, " ") == 0)
+          break;
+        from = end + 3;
+      }
+      for (const runner::Term* term : glossary().terms_in(names)) glossed.insert(term->name);
+    }
     // (Not counted: the terms a definition itself uses, read in passing, and the options' terms, which are
-    // glossed after the answer: a gloss of a term only one option uses would point at that option.)
+    // glossed before the prompt only where two options or more use them: a gloss of a term only one option
+    // uses would point at that option.)
     std::string used;
     const size_t options = before_prompt.rfind("\n  a) ");
     REQUIRE(options != std::string::npos);
