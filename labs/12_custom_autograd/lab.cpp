@@ -352,13 +352,17 @@ void report(const Result& m, lab::Report& r) {
           ran(m.mm_state)
               ? fmt::format("gradients {} from float64 (need <= {})", lab::sci(st_err), lab::sci(kFp32Tol, 1))
               : "refused: " + m.mm_state.error);
-  // Catches a cast_inputs given to the function that should follow autocast: its output is then fp32.
+  // Catches a cast_inputs given to the function that should follow autocast: its output is then fp32. Its
+  // backward must follow too (run, not refused), or an unguarded function, which follows autocast in forward
+  // only, would hold it.
   const auto mm_dtype = m.mm_guarded.value.scalar_type(), off_dtype = m.mm_state.value.scalar_type();
-  r.check("custom-fwd-follows-autocast",
-          "MatMulAutocast follows autocast: fp16 output under fp16 autocast, fp32 outside it",
-          mm_dtype == torch::kHalf && off_dtype == torch::kFloat,
-          fmt::format("output {} under autocast, {} outside", lab::short_name(mm_dtype),
-                      lab::short_name(off_dtype)));
+  r.check(
+      "custom-fwd-follows-autocast",
+      "MatMulAutocast follows autocast: fp16 output under fp16 autocast, fp32 outside it, and its "
+      "backward runs under the same state",
+      mm_dtype == torch::kHalf && off_dtype == torch::kFloat && ran(m.mm_guarded),
+      fmt::format("output {} under autocast, {} outside; backward {}", lab::short_name(mm_dtype),
+                  lab::short_name(off_dtype), ran(m.mm_guarded) ? "ran" : "refused: " + m.mm_guarded.error));
 }
 
 }  // namespace
