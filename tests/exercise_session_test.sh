@@ -25,7 +25,16 @@ cmp -s "$file" "$source_dir/labs/09_gradient_accumulation/exercise.cpp" || fail 
 # The starter: it builds, the lab's checks fail, the hint for weights that never moved.
 out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^  FAIL  accumulated-equals-whole-fp32"
 expect 1 1 "$out" "hint: the weights did not move"
-expect 1 1 "$out" "^not yet: 3 of 6 checks fail"
+expect 1 1 "$out" "^not yet: your code: 0 of 5 checks hold"
+expect 1 1 "$out" "^  the lab's own runs, context that does not judge your code: update-each-not-the-scale"
+grep -q "^  PASS" <<<"$out" && fail "the starter's verdict marks a check PASS: $out"
+grep -q "scaler.scale(loss).backward();" <<<"$out" && fail "the starter's verdict shows the code: $out"
+
+# hint: the next step for the mistake the last check measured, the API and then the code, each recorded.
+out=$("$amp_lab" hint 09 --dir "$ws" 2>&1); expect $? 0 "$out" "^exercise 09, check accumulated-equals-whole-fp32 \(no-update-applied\), step 2 of 3: the API to use"
+out=$("$amp_lab" hint 09 --dir "$ws" 2>&1); expect $? 0 "$out" "^    scaler.scale\(loss\).backward\(\);"
+out=$("$amp_lab" hint 09 --dir "$ws" 2>&1); expect $? 0 "$out" "every step of the hints for your last check of exercise 09 has been shown"
+grep -q '"no-update-applied": 3' "$XDG_STATE_HOME/amp-lab/progress.json" || fail "the hint steps shown were not recorded"
 
 # A known mistake: update() per micro-batch, named by its hint.
 cp "$source_dir/tests/exercises/09_update_per_micro_batch.cpp" "$file"
@@ -52,13 +61,13 @@ for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch2.out" && break; sl
 for _ in $(seq 1 240); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
 kill $pid 2>/dev/null
 wait $pid
-expect $? 0 "$(cat "$scratch/watch2.out")" "^exercise 09 done: all 6 checks hold"
+expect $? 0 "$(cat "$scratch/watch2.out")" "^exercise 09 done: all 5 checks hold for your code"
 
 out=$("$amp_lab" exercise 09 --solution 2>&1); expect $? 0 "$out" "scaler.scale\(loss\).backward\(\)"
 out=$("$amp_lab" progress 2>&1); expect $? 0 "$out" "09: done.*solution seen"
 out=$("$amp_lab" exercises 2>&1); expect $? 0 "$out" "^09 .* done"
 
-for bad in "check 99" "check" "watch 09 --bogus" "exercise nine" "check 02 --dir $scratch/none"; do
+for bad in "check 99" "check" "watch 09 --bogus" "exercise nine" "check 02 --dir $scratch/none" "hint" "hint 99"; do
   out=$("$amp_lab" $bad 2>&1); code=$?
   [[ $code -eq 2 && $(wc -l <<<"$out") -eq 1 ]] || fail "amp-lab $bad: exit $code, output: $out"
 done

@@ -13,8 +13,11 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "amp_lab_paths.h"
 #include "runner/exercise.h"
@@ -101,13 +104,140 @@ std::vector<Kept> wrong_solutions(const runner::ExerciseInfo& e) {
 
 }  // namespace
 
+nlohmann::json lab_report(const runner::ExerciseInfo& e);  // below: the lab's own report
+
 TEST_CASE("the starter compiles and fails the lab's checks, saying which") {
   const auto& e = the_exercise();
   const runner::Verdict v = run_unit(e, "exercise" + e.id + "_starter");
   INFO("exercise " << e.id << ": failed " << failed_keys(v) << "output: " << v.output);
   CHECK(v.kind == runner::Verdict::Failed);
-  CHECK(v.held() < static_cast<int>(v.checks.size()));
+  CHECK(v.held() < v.judged());
   CHECK(v.checks.size() >= 2);  // the lab's report came back whole, not a crash (lab 12 has 2 checks)
+}
+
+// The lines of the verdict `amp-lab check` prints for `v`.
+std::vector<std::string> printed_lines(const runner::ExerciseInfo& e, const runner::Verdict& v) {
+  std::ostringstream out;
+  runner::print_verdict(out, e, v, "learner.cpp", /*color=*/false);
+  std::vector<std::string> lines;
+  std::istringstream in(out.str());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// A line that marks a check PASS names it right after the marker: "  PASS  key: claim".
+bool marked_pass(const std::vector<std::string>& lines, const std::string& key) {
+  return std::any_of(lines.begin(), lines.end(),
+                     [&](const std::string& l) { return l.rfind("  PASS  " + key + ":", 0) == 0; });
+}
+
+TEST_CASE("the untouched starter fails every check of the learner's code, and no lab's own run prints PASS") {
+  // A check that holds on the starter judges nothing the learner wrote: it is either the lab's own run
+  // (named in exercises.yaml's lab_runs, shown as context) or a starter that pre-solves the exercise.
+  const auto& e = the_exercise();
+  const runner::Verdict v = run_unit(e, "exercise" + e.id + "_starter");
+  REQUIRE(v.kind == runner::Verdict::Failed);
+  REQUIRE(v.judged() >= 1);
+  for (const auto& c : v.checks) {
+    INFO("exercise " << e.id << ", check " << c.key << " (" << (c.learner ? "the learner's" : "the lab's own")
+                     << "): " << c.evidence);
+    if (c.learner) CHECK_FALSE(c.passed);
+  }
+  const auto lines = printed_lines(e, v);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  INFO(all);
+  CHECK(std::none_of(lines.begin(), lines.end(), [](const auto& l) { return l.rfind("  PASS", 0) == 0; }));
+  CHECK(all.find(fmt::format("not yet: your code: 0 of {} checks hold", v.judged())) != std::string::npos);
+  // The hint the starter gets, if any, is the principle alone: the API and the code are steps asked for.
+  for (const auto* h : v.hints) {
+    INFO("hint " << h->id);
+    for (const std::string* later : {&h->api, &h->code})
+      if (!later->empty()) CHECK(all.find(later->substr(0, 24)) == std::string::npos);
+  }
+}
+
+TEST_CASE("the lab's own runs named for the exercise are checks of its lab, shown as context, never PASS") {
+  const auto& e = the_exercise();
+  const auto& keys = declared(e);
+  for (const auto& k : e.lab_runs) {
+    INFO("lab_runs names " << k);
+    CHECK(std::find(keys.begin(), keys.end(), k) != keys.end());
+  }
+  // The lab's own code: every check holds; the verdict marks exactly the learner's checks PASS and counts
+  // only them.
+  const runner::Verdict v = run_unit(e, "exercise" + e.id + "_reference");
+  REQUIRE(v.kind == runner::Verdict::Passed);
+  CHECK(v.judged() == static_cast<int>(v.checks.size() - e.lab_runs.size()));
+  const auto lines = printed_lines(e, v);
+  for (const auto& c : v.checks) {
+    INFO("check " << c.key);
+    CHECK(marked_pass(lines, c.key) == c.learner);
+  }
+  const std::string done =
+      fmt::format("exercise {} done: all {} checks hold for your code", e.id, v.judged());
+  CHECK(std::any_of(lines.begin(), lines.end(), [&](const auto& l) { return l.rfind(done, 0) == 0; }));
+}
+
+TEST_CASE(
+    "a lab's own run that fails with the learner's file is shown as the lab's, and the exercise is not "
+    "done") {
+  const auto& e = the_exercise();
+  if (e.lab_runs.empty()) return;
+  const nlohmann::json real = lab_report(e);
+  nlohmann::json broken = real;
+  for (auto& c : broken["checks"])
+    if (c["key"] == e.lab_runs.front()) c["passed"] = false;
+  broken["passed"] = false;
+  const runner::Verdict v =
+      runner::verdict_from_run(e, {.report = broken.dump(), .exit_code = 1}, declared(e));
+  REQUIRE(v.kind == runner::Verdict::Failed);
+  CHECK(v.held() == v.judged());
+  REQUIRE(v.lab_runs_failed().size() == 1);
+  CHECK(runner::verdict_line(e, v).rfind(
+            fmt::format("not yet: your code: all {} checks hold, but the lab's own {} did not", v.judged(),
+                        e.lab_runs.front()),
+            0) == 0);
+}
+
+TEST_CASE("a hint's steps come one at a time, principle, API, code, each recorded; then none") {
+  const auto& e = the_exercise();
+  const auto stepped =
+      std::find_if(e.hints.begin(), e.hints.end(), [](const auto& h) { return runner::hint_steps(h) == 3; });
+  REQUIRE_MESSAGE(stepped != e.hints.end(),
+                  "exercise " << e.id << " has no hint with an api and a code step");
+  runner::Verdict v;
+  v.hints = {&*stepped};
+  nlohmann::json entry = nlohmann::json::object();
+  runner::record_verdict_hints(entry, v);  // the verdict showed step 1
+  CHECK(entry["hints"] == 1);
+  for (int step = 2; step <= 3; ++step) {
+    const auto next = runner::next_hint_step(e, entry);
+    REQUIRE(next.has_value());
+    CHECK(next->hint == &*stepped);
+    CHECK(next->step == step);
+    const std::string shown = runner::render_hint_step(e, *next, 0);
+    CHECK(shown.find(runner::hint_step(*stepped, step)) != std::string::npos);
+    runner::record_hint_step(entry, *next);
+    CHECK(entry["hint_steps"][stepped->id] == step);
+    CHECK(entry["hints"] == step);
+  }
+  CHECK_FALSE(runner::next_hint_step(e, entry).has_value());
+  // A later verdict with the same hint shows step 1 again, which counts nothing new.
+  runner::record_verdict_hints(entry, v);
+  CHECK(entry["hints"] == 3);
+  // An entry that holds something else where the steps go is read as nothing shown, never a crash.
+  entry["hint_steps"] = "three";
+  CHECK(runner::next_hint_step(e, entry)->step == 2);
+}
+
+TEST_CASE("every hint of the exercise gives the API to use and then the code, after its principle") {
+  const auto& e = the_exercise();
+  for (const auto& h : e.hints) {
+    if (h.shared) continue;
+    INFO("hint " << h.id);
+    CHECK(runner::hint_steps(h) == 3);
+  }
 }
 
 TEST_CASE("the starter has TODO lines and names the commands that judge it") {

@@ -628,6 +628,33 @@ TEST_CASE("a well-formed exercises file loads, each exercise named by its lab's 
   // The project's file loads with the catalog's labs (tests/test_exercises.cpp runs what it names).
 }
 
+TEST_CASE("an exercise names the lab's own runs, and a hint its later steps, api then code") {
+  std::string text = kExercises;
+  text.replace(text.find("    hints:\n"), 0, "    lab_runs: [demo-overflows, reference-runs]\n");
+  text.replace(
+      text.find("        text: scale once\n"), 0,
+      "        api: scaler.scale(loss)\n        code: |\n          scaler.scale(loss).backward();\n");
+  const auto all = runner::load_exercises(write("exercises_steps", text), fake_labs);
+  REQUIRE(all.size() == 1);
+  const runner::ExerciseInfo& e = all[0];
+  CHECK(e.lab_runs == std::vector<std::string>{"demo-overflows", "reference-runs"});
+  CHECK_FALSE(e.judges_learner("demo-overflows"));
+  CHECK(e.judges_learner("trains"));
+  REQUIRE(e.hints.size() == 3);
+  CHECK(runner::hint_steps(e.hints[0]) == 1);  // text alone
+  CHECK(runner::hint_steps(e.hints[1]) == 3);
+  CHECK(runner::hint_step(e.hints[1], 1) == "scale once");
+  CHECK(runner::hint_step(e.hints[1], 2) == "scaler.scale(loss)");
+  CHECK(runner::hint_step(e.hints[1], 3) == "scaler.scale(loss).backward();");
+  CHECK(exercises_error("lab-runs-twice", "    hints:\n", "    lab_runs: [a, b, a]\n    hints:\n") ==
+        ":4:22: exercises[0].lab_runs[2]: check 'a' listed twice");
+  CHECK(exercises_error("lab-runs-empty", "    hints:\n", "    lab_runs: []\n    hints:\n") ==
+        ":4:15: exercises[0].lab_runs: must be a non-empty list");
+  CHECK(exercises_error("code-without-api", "        text: scale once\n",
+                        "        text: scale once\n        code: x\n") ==
+        ":12:15: exercises[0].hints[1].code: comes after an api step, and this hint has none");
+}
+
 TEST_CASE("library_errors are every exercise's hints after its own, an exercise's own id first") {
   const std::string shared =
       std::string(kExercises) +
@@ -665,7 +692,7 @@ TEST_CASE("each malformed exercises file gets its own error with line, column an
   CHECK(
       exercises_error("unknown-key", "evidence: \"1024\"", "evidnece: \"1024\"") ==
       ":10:9: exercises[0].hints[1]: unknown key 'evidnece' (known: id, check, evidence, observation, range, "
-      "error, text)");
+      "error, text, api, code)");
   CHECK(exercises_error("title-list", "title: the loop", "title: [a, b]") ==
         ":3:12: exercises[0].title: must be a string, got a list");
   CHECK(exercises_error("no-title", "    title: the loop\n", "") ==

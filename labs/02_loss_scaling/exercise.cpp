@@ -1,10 +1,16 @@
 // Exercise 02: the loss-scaling step. This is lab 02's amp.cpp with train_step's AMP lines taken out.
 //
-// Write train_step(): one Adam step with fp32 master weights under fp16 autocast, with the loss scaled
-// by the GradScaler so that small fp16 gradients do not underflow to zero. The lab (labs/02_loss_scaling/
-// lab.cpp) runs your function where it runs its own: in fp32 (the scaler disabled), in fp16 without scaling
-// (disabled too) and in fp16 with a GradScaler; then with a scaler started far too high, which must skip
-// the steps that overflow, back off and grow again.
+// Write train_step(): one Adam step with fp32 master weights under fp16 autocast, its gradients kept from
+// fp16's underflow. fp16's smallest subnormal is 2^-24 (about 6e-8): a gradient below it becomes zero in
+// the backward pass, and this regression's small gradients do. Multiplied by a large factor before the
+// backward pass, they stay in range; the factor must then come out of every gradient before the optimizer
+// uses it, and a step whose gradients overflowed to inf or NaN must not reach the weights. The factor is
+// not fixed: it is halved after an overflow and grown after a run of clean steps, and the GradScaler
+// (amp.h's scaler) owns it. Return whether the optimizer stepped.
+//
+// What the lab (labs/02_loss_scaling/lab.cpp) measures: your function in fp16 with a GradScaler must keep
+// the gradients fp16 alone loses and train like fp32; with a scale started far too high it must skip
+// exactly the steps that overflow (and say so in its return value), back off and grow again.
 //
 //   amp-lab check 02    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 02    the same on every save, until every check holds
@@ -26,10 +32,9 @@ bool train_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp:
                 const torch::Tensor& y) {
   opt.zero_grad();
   const torch::Tensor loss = loss_of(model, mse, dtype, x, y);
-  // TODO: back-propagate the loss multiplied by the scaler's scale (scaler.scale), not the loss itself.
-  // TODO: step the optimizer through the scaler, which unscales the gradients and skips on inf/NaN.
-  // TODO: update the scale (halve it after an overflow, grow it after clean steps).
-  return false;  // TODO: return whether the optimizer stepped.
+  // TODO: the backward pass with the gradients kept in fp16's range, the step on the true gradients (none
+  //       when they overflowed), the scale's update. As written nothing steps.
+  return false;  // TODO: whether the optimizer stepped.
 }
 
 }  // namespace lab02

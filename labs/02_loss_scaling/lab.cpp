@@ -323,10 +323,15 @@ void report_checks(const Result& m, lab::Report& r) {
       std::abs(ratio_scaled - 1) <= kLossTolerance,
       fmt::format("{:.3f}x fp32; {} of {} steps moved the weights", ratio_scaled,
                   std::count(m.scaled.moved.begin(), m.scaled.moved.end(), true), m.scaled.moved.size()));
-  // train_step with the scaler disabled must not scale: fails on a scale of the learner's own (or none used).
-  r.check("unscaled-fp16-worse",
-          fmt::format("fp16 without scaling ends at least {}x above fp32's final loss", kWorseFactor),
-          ratio_none >= kWorseFactor, fmt::format("{:.2f}x fp32", ratio_none));
+  // train_step with the scaler disabled must not scale: fails on a scale of the learner's own (or none used),
+  // and on a train_step that never steps (its loss stays where it started, far above fp32's too).
+  const auto unscaled_moved = std::count(m.unscaled.moved.begin(), m.unscaled.moved.end(), true);
+  r.check(
+      "unscaled-fp16-worse",
+      fmt::format("fp16 without scaling trains, and ends at least {}x above fp32's final loss", kWorseFactor),
+      ratio_none >= kWorseFactor && unscaled_moved > 0,
+      fmt::format("{:.2f}x fp32; {} of {} steps moved the weights", ratio_none, unscaled_moved,
+                  m.unscaled.moved.size()));
   r.takeaway(
       "multiplying the loss by a scale moves every gradient up by that factor, into fp16's range; unscaling "
       "in fp32 before the step undoes it, and a GradScaler picks the scale itself");

@@ -403,21 +403,26 @@ void add_checks(const Result& m, lab::Report& r) {
                           : "",
                       kFp16TolFactor, lab::sci(m.whole_error[1])));
   // Fails on a forward that is not fp16 (autocast off, or bf16: at 2^24 their gradients do not overflow, so
-  // the batch is applied) and on a step taken past the skip (the weights sent to inf/NaN).
+  // the batch is applied) and on a step taken past the skip (the weights sent to inf/NaN). A skip is one
+  // only where other batches step: an accumulate that never steps fails too.
   r.check(
       "first-batch-overflows",
       fmt::format("at the initial scale 2^{:.0f} the first batch's fp16 gradients overflow and its step is "
-                  "skipped",
+                  "skipped, while later batches are applied",
                   std::log2(kInitScale)),
-      !m.first_moved,
-      fmt::format("the first batch: {}", !m.first_moved   ? "weights unchanged (skipped)"
-                                         : m.first_finite ? "applied with finite gradients"
-                                                          : "applied, weights moved to inf/NaN"));
+      !m.first_moved && m.applied > 0,
+      fmt::format("the first batch: {}; {} later batches applied",
+                  !m.first_moved   ? "weights unchanged (skipped)"
+                  : m.first_finite ? "applied with finite gradients"
+                                   : "applied, weights moved to inf/NaN",
+                  m.applied));
   // Fails on a returned flag that is not what the step did (true whatever scaler.step() returned, or
-  // false for a step taken): the compared batch's two calls and every training batch.
-  r.check("stepped-flag-matches", "accumulate returned true exactly when the weights moved",
-          m.flags_wrong == 0,
-          fmt::format("{} of {} calls returned a flag the weights contradict", m.flags_wrong, 2 + m.batches));
+  // false for a step taken): the compared batch's two calls and every training batch. A flag that is
+  // always false agrees with weights that never move, so some batch must be applied.
+  r.check("stepped-flag-matches", "accumulate returned true exactly when the weights moved, and some did",
+          m.flags_wrong == 0 && m.applied > 0,
+          fmt::format("{} of {} calls returned a flag the weights contradict; {} batches applied",
+                      m.flags_wrong, 2 + m.batches, m.applied));
 }
 
 void report_details(const Result& m, lab::Report& r) {

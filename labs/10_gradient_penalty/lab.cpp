@@ -492,19 +492,23 @@ void add_checks(const Result& m, lab::Report& r) {
                       loss_ratio, mine32_ratio, lab::percent(kTrainTol, 0), lab::sci(f32.first.loss),
                       lab::sci(f32.final_loss)));
   // Fails on a step taken past the scaler's skip (unscale_ then opt.step(): the weights go inf/NaN) and on a
-  // returned flag that is not what the step did (here, or in any training step).
+  // returned flag that is not what the step did (here, or in any training step). A skip is one only where the
+  // other steps train: a penalty_step that never steps fails too.
   const int flags_wrong = f16.flags_wrong + mine32.flags_wrong + (m.overflow_stepped != m.overflow_moved);
+  const bool f16_trained = f16.final_loss < f16.first.loss;
   r.check("overflow-step-skipped",
-          fmt::format("at a scale of {} fp16's gradients overflow and the step is skipped; every returned "
-                      "flag says what the step did",
+          fmt::format("at a scale of {} fp16's gradients overflow and the step is skipped, while the other "
+                      "steps train; every returned flag says what the step did",
                       lab::sci(kOverflowScale, 0)),
-          !m.overflow_moved && !m.overflow_stepped && flags_wrong == 0,
-          fmt::format("at {}: weights {}, stepped {}; {} returned flag(s) the weights contradict",
+          !m.overflow_moved && !m.overflow_stepped && flags_wrong == 0 && f16_trained,
+          fmt::format("at {}: weights {}, stepped {}; {} returned flag(s) the weights contradict; fp16 "
+                      "training {}",
                       lab::sci(kOverflowScale, 0),
                       !m.overflow_moved   ? "unchanged"
                       : m.overflow_finite ? "moved"
                                           : "moved to inf/NaN",
-                      m.overflow_stepped ? "true" : "false", flags_wrong));
+                      m.overflow_stepped ? "true" : "false", flags_wrong,
+                      f16_trained ? "lowered the loss" : "never lowered the loss"));
 }
 
 // The small-gradient batch. Fails on a penalty from autograd::grad of the loss itself, not of

@@ -480,13 +480,18 @@ void add_checks(const Result& m, lab::Report& r) {
       fmt::format("the gradients reaching the weights carried {} mantissa bits at most ({})", bits,
                   bits_format(bits)));
   // Catches a returned flag that is not the scaler's verdict (a constant true, a flag of the other
-  // optimizer): each flag against what the step did to the weights.
+  // optimizer): each flag against what the step did to the weights. Flags that are always false agree with
+  // weights that never move, so each optimizer must have stepped somewhere.
+  const int steps = static_cast<int>(m.main.steps.size());
+  const bool both_stepped = s.skipped[0] < steps && s.skipped[1] < steps;
   r.check(
       "stepped-flags-match-weights",
       "step_recipe's returned flags say what each optimizer did: stepped where its weights moved, skipped "
-      "where they did not",
-      s.flags_wrong == 0,
-      fmt::format("{} (step, optimizer) flag(s) disagree with the weights", s.flags_wrong));
+      "where they did not, and each stepped",
+      s.flags_wrong == 0 && both_stepped,
+      fmt::format("{} (step, optimizer) flag(s) disagree with the weights; optimizer 0 stepped {} of {}, "
+                  "optimizer 1 {}",
+                  s.flags_wrong, steps - s.skipped[0], steps, steps - s.skipped[1]));
   // Catches a loss back-propagated unscaled, or scaled by the other loss's scaler (the recipe passes one
   // scaler as both, so only the loop with a scaler each tells that apart): the .grad backward() leaves
   // against the lab's own fp32 gradients of each loss, times the scale that loss had to be multiplied by.

@@ -392,16 +392,18 @@ void report(const Result& m, lab::Report& r) {
               : "refused: " + m.mm_state.error);
   // Catches a cast_inputs given to the function that should follow autocast: its output is then fp32.
   // And a cast_inputs of fp16, which gives fp16 under fp16 autocast too: under bf16 autocast the output
-  // must be bf16 (it was at seeds 0-49 on a 2-core AMD EPYC, family 25 model 17).
+  // must be bf16 (it was at seeds 0-49 on a 2-core AMD EPYC, family 25 model 17). Its backward must follow
+  // too (run, not refused), or an unguarded function, which follows autocast in forward only, would hold it.
   const auto mm_dtype = m.mm_guarded.value.scalar_type(), off_dtype = m.mm_state.value.scalar_type();
   r.check("custom-fwd-follows-autocast",
-          fmt::format("MatMulAutocast follows autocast: fp16 output under fp16 autocast, {}fp32 outside it",
+          fmt::format("MatMulAutocast follows autocast: fp16 output under fp16 autocast, {}fp32 outside it, "
+                      "and its backward runs under the same state",
                       m.bf16 ? "bf16 under bf16 autocast, " : ""),
           mm_dtype == torch::kHalf && off_dtype == torch::kFloat &&
-              (!m.bf16 || m.mm_bf16_dtype == torch::kBFloat16),
-          fmt::format("output {} under fp16 autocast, {}{} outside", lab::short_name(mm_dtype),
+              (!m.bf16 || m.mm_bf16_dtype == torch::kBFloat16) && ran(m.mm_guarded),
+          fmt::format("output {} under fp16 autocast, {}{} outside; backward {}", lab::short_name(mm_dtype),
                       m.bf16 ? lab::short_name(m.mm_bf16_dtype) + " under bf16 autocast, " : "",
-                      lab::short_name(off_dtype)));
+                      lab::short_name(off_dtype), ran(m.mm_guarded) ? "ran" : "refused: " + m.mm_guarded.error));
 }
 
 }  // namespace

@@ -2,18 +2,23 @@
 // global verdict taken out.
 //
 // Write make_scaler(): each rank's GradScaler. Two ranks train one model over c10d (Gloo, on 127.0.0.1)
-// under fp16 autocast. With DDP every rank holds every all-reduced gradient and sees the same inf/NaN;
-// with sharded gradients (ZeRO) each rank unscales and checks only its own shard, and the ranks must
-// still skip the same steps, or their scales part and the replicas drift apart. The lab
-// (labs/13_data_parallel/lab.cpp) runs DDP, then sharded training with global_verdict false and with it
-// true, and compares the last with DDP.
+// under fp16 autocast. A GradScaler decides from the gradients it unscales whether the step had an inf or
+// NaN: it skips that step and halves its scale. With DDP every rank holds every all-reduced gradient, so
+// every rank sees the same infs and decides alike. With sharded gradients (ZeRO) each rank unscales and
+// checks only its own shard, so an overflow in one shard is seen by one rank: that rank skips and backs
+// off, the other steps and keeps its scale, and from then on the ranks add up gradients scaled by
+// different factors and their replicas drift apart.
+//
+// What must hold when global_verdict is true: a step is skipped on every rank when any rank's shard held an
+// inf or NaN, and on none otherwise, so that the ranks' scales stay equal and sharded training ends where
+// DDP ends. The lab (labs/13_data_parallel/lab.cpp) runs DDP, then sharded training with global_verdict
+// false and true, and compares the last with DDP (weights, scales, the flags step_and_update returns). Its
+// DDP run and the sharded run without the global verdict are context: they show the problem.
 //
 //   amp-lab check 13    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 13    the same on every save, until every check holds
 //
-// amp/distributed.h: amp::found_inf_all_reduce(pg) makes an all-reduce of found_inf over the process
-// group pg; a scaler whose GradScalerOptions::found_inf_reducer is set all-reduces found_inf before step()
-// decides (PyTorch's ShardedGradScaler). From amp.h: kInitScale (2^16), kGrowthInterval (3).
+// From amp.h: kInitScale (2^16), kGrowthInterval (3).
 #include "amp.h"
 
 #include "amp/autocast.h"
@@ -21,13 +26,12 @@
 
 namespace lab13 {
 
-// With sharded gradients, give the scaler the process group: found_inf is then all-reduced before step()
-// decides, so every rank skips the same steps (PyTorch's ShardedGradScaler).
+// This rank's scaler; with global_verdict, one whose skip decision is the same on every rank of pg.
 amp::GradScaler make_scaler(torch::Device device, const c10::intrusive_ptr<c10d::Backend>& pg,
                             bool global_verdict) {
   amp::GradScalerOptions options{.init_scale = kInitScale, .growth_interval = kGrowthInterval};
-  // TODO: when global_verdict, give the scaler the process group's all-reduce of found_inf, so that
-  //       every rank skips a step when any rank's shard holds an inf or NaN.
+  // TODO: when global_verdict, the decision to skip must be every rank's: a step skipped on all ranks when
+  //       any rank's shard overflowed. As written each rank decides from its own shard alone.
   return amp::GradScaler(device, options);
 }
 

@@ -2,8 +2,10 @@
 // Fp8Scale::quantize's scaling lines taken out.
 //
 // Write Fp8Scale::quantize(t): t multiplied by its scale and cast to FP8 (this->dtype, largest finite
-// value this->max), and the inverse scale for the matmul. The scale maps the tensor's amax (its largest
-// |value|) onto max / 2^margin:
+// value this->max), and the inverse scale for the matmul. FP8 has 3 or 2 mantissa bits and a narrow range
+// (E4M3: 448 down to 2^-9; E5M2: 57344 down to 2^-16), too narrow for a tensor's values to fit as they
+// are: a per-tensor scale moves the tensor's amax (its largest |value|) onto max / 2^margin, so its
+// largest values use the top of the range and the rest fall as little as possible below its bottom:
 //   Scaling::None     no scale: a plain cast (beyond max, E5M2 gives inf, E4M3 saturates at 448),
 //                     inverse scale 1;
 //   Scaling::Current  from this tensor's own amax;
@@ -33,13 +35,12 @@ namespace lab14 {
 std::pair<torch::Tensor, torch::Tensor> Fp8Scale::quantize(const torch::Tensor& t) {
   torch::NoGradGuard no_grad;  // the scale and the history are bookkeeping, never part of the graph
   if (mode == Scaling::None) return {t.to(dtype), torch::ones({}, t.options().dtype(torch::kFloat))};
-  // TODO: the amax of t (in fp32, at least 1e-30 so that an all-zero tensor does not divide by zero).
-  // TODO: the scale, max / 2^margin / amax: current scaling from this amax, delayed from history's largest;
-  //       for Delayed, push this amax into the history (newest first, kHistory long).
+  // TODO: the scale of this call, for each mode as described above (an all-zero tensor must not make it
+  //       inf), and the history kept as Delayed needs it.
   torch::Tensor scale = torch::ones({}, t.options().dtype(torch::kFloat));  // a placeholder: 1, no scale
   const torch::Tensor v = t * scale;
   if (saturated) saturated->push_back((v.abs() > max).sum().item<double>() / double(v.numel()));
-  // TODO: saturate v at +-max before the cast.
+  // TODO: no scaled value may become inf or leave FP8's finite range in the cast.
   return {v.to(dtype), scale.reciprocal()};
 }
 

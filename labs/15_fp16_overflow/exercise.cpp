@@ -1,13 +1,16 @@
 // Exercise 15: the guard around the op that overflows fp16. This is lab 15's amp.cpp with the guard taken
 // out of forward().
 //
-// Write the guarded branch of forward(): the attention scores q k^T, computed in fp32 inside the autocast
-// region. matmul is on autocast's fp16 list, and these scores pass fp16's 65504, so under fp16 autocast
-// they are inf and the loss is NaN. PyTorch's recipe for one op that needs fp32: a nested autocast region
-// with enabled=false (amp::Autocast) and the op's inputs cast to float. The lab
-// (labs/15_fp16_overflow/lab.cpp) runs your forward with guard=true: its step-0 scores must be fp32 and
-// match float64 scores of the same q and k, the other matmuls must stay in the 16-bit type asked for, and
-// fp16 training with the guard must end at most 10% above fp32's loss.
+// Write the guarded branch of forward(): the attention scores q k^T with guard=true. matmul is on
+// autocast's lower-precision list, so under fp16 autocast it runs in fp16 whatever dtype its inputs have,
+// and these scores (sums of products of large values) pass fp16's largest finite value, 65504: they are inf
+// and the loss is NaN. fp32's range holds them. The rest of the forward pass should keep its 16-bit speed:
+// only this one op needs fp32.
+//
+// What the lab (labs/15_fp16_overflow/lab.cpp) measures on your forward with guard=true: the step-0 scores
+// are fp32 and equal float64 scores of the same q and k (to fp32's rounding); the other matmuls still run in
+// the 16-bit type autocast was asked for (fp16 and bf16); fp16 training with the guard ends at most 10%
+// above fp32's loss. Its own unguarded and bf16 runs are context: they show the overflow you are to fix.
 //
 //   amp-lab check 15    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 15    the same on every save, until every check holds
@@ -28,9 +31,8 @@ Forward forward(Attention& net, torch::ScalarType dtype, const torch::Tensor& x,
   f.k = net->wk(x);
   f.v = net->wv(x);
   if (guard) {
-    // TODO: compute the scores in fp32: open an amp::Autocast region with enabled=false (autocast off for
-    //       this op alone), and multiply f.q and f.k^T cast to torch::kFloat inside it. As written, the
-    //       scores stay in fp16 and overflow.
+    // TODO: the scores in fp32, with the rest of forward() still under the caller's autocast. As written
+    //       they are the unguarded branch's: an fp16 product that overflows.
     f.scores = torch::matmul(f.q, f.k.transpose(/*dim0=*/1, /*dim1=*/2));
   } else {
     f.scores = torch::matmul(f.q, f.k.transpose(/*dim0=*/1, /*dim1=*/2));

@@ -324,10 +324,15 @@ void report_checks(const Result& m, lab::Report& r) {
           fmt::format("{:.3f}x fp32's loss, {} of {} steps skipped", guarded, m.guarded.skipped, m.steps));
   r.check("bf16-trains-like-fp32", "bf16 autocast (no guard, no scaler) ends at most 10% above fp32's loss",
           bf16 <= 1 + kFitTolerance, fmt::format("{:.3f}x fp32's loss", bf16));
-  // Catches a forward that ignores the dtype asked for (autocast off, or always fp16).
-  r.check("rest-in-16-bit", "with either change the other matmuls still run in the 16-bit type asked for",
-          m.v_dtype_fp16 == "fp16" && m.v_dtype_bf16 == "bf16",
-          fmt::format("v: {} in the fp16 run, {} in the bf16 run", m.v_dtype_fp16, m.v_dtype_bf16));
+  // Catches a forward that ignores the dtype asked for (autocast off, or always fp16), and a guard that is
+  // wider than the scores. A guard that moves nothing to fp32 is no narrow guard: the scores must be fp32.
+  r.check(
+      "rest-in-16-bit",
+      "the guard moves the scores alone to fp32: with it (or with bf16) the other matmuls still run in the "
+      "16-bit type asked for",
+      m.scores_dtype == "fp32" && m.v_dtype_fp16 == "fp16" && m.v_dtype_bf16 == "bf16",
+      fmt::format("guarded scores {}; v: {} in the fp16 run, {} in the bf16 run", m.scores_dtype,
+                  m.v_dtype_fp16, m.v_dtype_bf16));
   r.takeaway(
       "a loss scale multiplies gradients: it cannot bring back a forward value past fp16's 65504. Find the "
       "op "

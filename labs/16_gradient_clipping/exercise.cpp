@@ -1,19 +1,25 @@
 // Exercise 16: gradient clipping in an AMP step, with the gradients sharded over ranks. This is lab 16's
-// amp.cpp with clip_and_step's clipping taken out.
+// amp.cpp with clip_and_step's body taken out.
 //
-// Write clip_and_step(): the rest of the step after the scaled backward. It is called on one process
-// (group null: `shard` is the whole model) and on each of two ranks that each step half of the parameters
-// (group: their c10d process group). Clip the true gradients to a 2-norm of at most max_norm over every
-// rank, by one factor on every rank, then step and update; return that global norm. The lab
-// (labs/16_gradient_clipping/lab.cpp) compares the updates and norms with an fp32 step it writes itself,
-// and plants an inf in one rank's shard, which must skip the step on every rank.
+// Write clip_and_step(): the rest of the step after the scaled backward, up to the step through the scaler
+// and the scale's update. It is called on one process (group null: `shard` is the whole model) and on each
+// of two ranks that each step half of the parameters (group: their c10d process group). max_norm bounds the
+// 2-norm of the true gradients, the ones an fp32 step would have: after the scaled backward each gradient
+// is the scale times larger, so a norm read then measures the scale as much as the gradient. Clipping
+// multiplies every gradient by one factor, min(1, max_norm / (norm + 1e-6)) (PyTorch's), where norm covers
+// every gradient of the model: with the gradients sharded no rank holds all of them, and a factor from one
+// rank's shard differs from rank to rank and from the unsharded run's. A norm that is inf or NaN (some shard
+// overflowed) must leave the gradients as they are (inf times 0 is NaN), and the step is then skipped on
+// every rank (the scaler, given the process group by lab.cpp, sees that). Return the norm of the true
+// gradients before the clip.
+//
+// What the lab (labs/16_gradient_clipping/lab.cpp) measures: your updates and norms, whole and sharded,
+// against an fp32 step it writes itself, with a max_norm that binds; a planted inf in one rank's shard must
+// skip the step on every rank, and every other step must move every shard. Its runs of the wrong orders
+// (clip before the unscale, each shard by its own norm) are context: they show what the mistakes cost.
 //
 //   amp-lab check 16    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 16    the same on every save, until every check holds
-//
-// amp/clip.h: amp::clip_grad_norm_sharded(params, max_norm, group) scales the gradients of this rank's
-// params by min(1, max_norm / (norm + 1e-6)), norm over every rank of group, and returns that norm. The
-// scaler (make_scaler, below: given the group) skips a step with an inf on every rank.
 #include "amp.h"
 
 #include "amp/autocast.h"
@@ -46,13 +52,10 @@ void forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, con
 torch::Tensor clip_and_step(torch::optim::Optimizer& opt, amp::GradScaler& scaler,
                             const std::vector<torch::Tensor>& shard, double max_norm,
                             const c10::intrusive_ptr<c10d::Backend>& group) {
-  // TODO: make the gradients the true ones (the scale divided out) before anything reads them.
-  // TODO: clip the gradients of `shard` to max_norm by the norm over every rank of `group`, and keep that
-  //       norm to return.
-  torch::Tensor norm = torch::zeros({});
-  scaler.step(opt);  // skipped on every rank when some shard held an inf
-  scaler.update();
-  return norm;
+  // TODO: every gradient this rank steps clipped to max_norm by the one factor every rank computes from the
+  //       norm of all ranks' true gradients, then the step and the scale's update; return that norm. As
+  //       written nothing is clipped and nothing steps.
+  return torch::zeros({});
 }
 
 }  // namespace lab16

@@ -1,12 +1,26 @@
 // Exercise 17: bf16 weights without an fp32 master copy. This is lab 17's amp.cpp with the two update
 // steps that need no master copy taken out.
 //
-// Write stochastic_update() and kahan_update(): each adds an fp32 update to bf16 weights so that updates
-// far smaller than bf16's gap at the weight (2^-7 for a weight in [1, 2)) are not lost. The tools are in
-// src/amp/bf16_update.h (amp::stochastic_round_, amp::stochastic_round_add_, amp::kahan_add_; read its
-// comments), or write them with torch ops. The lab (labs/17_bf16_weights/lab.cpp) trains its regression
-// with your functions against fp32 weights (the share of the update lost, the final loss) and draws your
-// stochastic rounding 4096 times (its mean against the fp32 value, its spread over 64 repeated adds).
+// Write stochastic_update() and kahan_update() from torch ops. Each adds an fp32 update to bf16 weights.
+// bf16 keeps 8 significant bits: next to a weight in [1, 2) its neighbours are 2^-7 apart, so an update far
+// smaller than that, rounded to nearest, leaves the weight where it was, step after step. Two ways keep it
+// without 4 more bytes of fp32 master per weight (Zamirai et al. 2020, "Revisiting BFloat16 Training"):
+//   stochastic rounding: the exact sum fp32(weight) + update is rounded to one of its two bf16 neighbours,
+//     the farther one with probability (its distance from the nearer) / (the gap), so that on average the
+//     weight moves by exactly the update. The randomness comes from `gen`, the lab's seeded generator, one
+//     fresh draw per element and per call: the same seed gives the same run, and successive calls differ.
+//     bf16 is the upper 16 bits of an fp32's bit pattern.
+//   Kahan summation: a bf16 buffer (compensation, zeros at the start) holds what the last rounding lost;
+//     it is added back with the next update, so that nothing is lost for good, only delayed.
+// The checks measure what your functions do, not how they are written: a file that calls the amp library's
+// own versions (which the lab's amp.cpp uses) passes them as well. The exercise is to write the rounding
+// yourself.
+//
+// What the lab (labs/17_bf16_weights/lab.cpp) measures: it trains its regression with your functions
+// against fp32 weights (the share of the update lost, the final loss), counts the bytes of state each
+// method keeps, and draws your stochastic rounding 4096 times (its mean against the fp32 value, its spread
+// over 64 repeated adds). Its pure-bf16 and master-copy runs are context: they show the loss you are to
+// prevent, and the usual fix.
 //
 //   amp-lab check 17    builds this file in place of the lab's amp.cpp and runs the lab's checks on it
 //   amp-lab watch 17    the same on every save, until every check holds
@@ -18,7 +32,6 @@
 #include <torch/optim/adamw.h>
 
 #include "amp/bf16_step.h"
-#include "amp/bf16_update.h"
 
 namespace lab17 {
 
@@ -28,14 +41,14 @@ void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const
 }
 
 void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32, at::Generator& gen) {
-  // TODO: weight := bf16(fp32(weight) + update), rounded stochastically with `gen` (not to nearest: a
-  //       plain weight_bf16.add_(update_fp32) loses every update below half the gap).
+  // TODO: weight := the exact sum fp32(weight) + update, rounded stochastically to bf16 with draws from
+  //       `gen`: unbiased, and never the same draws twice. As written the update is dropped.
 }
 
 void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
                   const torch::Tensor& update_fp32) {
-  // TODO: Kahan summation: add update + compensation to the weight (rounded to nearest), then store in
-  //       compensation what that rounding lost, for the next step.
+  // TODO: add the update to the weight so that what the rounding to bf16 loses is not lost for good: it
+  //       waits in compensation (bf16, weight's shape) for the next step. As written the update is dropped.
 }
 
 // The usual training loop with the optimizer step for bf16 weights: Bf16Step computes AdamW's update in

@@ -63,9 +63,21 @@ const ExerciseInfo* find_exercise(const std::string& name) {
   return nullptr;
 }
 
+int Verdict::judged() const {
+  return static_cast<int>(
+      std::count_if(checks.begin(), checks.end(), [](const auto& c) { return c.learner; }));
+}
+
 int Verdict::held() const {
   return static_cast<int>(
-      std::count_if(checks.begin(), checks.end(), [](const auto& c) { return c.passed; }));
+      std::count_if(checks.begin(), checks.end(), [](const auto& c) { return c.learner && c.passed; }));
+}
+
+std::vector<const CheckOutcome*> Verdict::lab_runs_failed() const {
+  std::vector<const CheckOutcome*> out;
+  for (const auto& c : checks)
+    if (!c.learner && !c.passed) out.push_back(&c);
+  return out;
 }
 
 // One hint per failed check at most: the first that matches, the most specific being listed first.
@@ -148,8 +160,9 @@ Verdict verdict_from_run(const ExerciseInfo& e, const LabRun& run, const std::ve
   }
   for (const auto& c : report["checks"]) {
     if (!c.is_object()) continue;
-    v.checks.push_back(
-        {c.value("key", ""), c.value("claim", ""), c.value("evidence", ""), c.value("passed", false)});
+    const std::string key = c.value("key", "");
+    v.checks.push_back({key, c.value("claim", ""), c.value("evidence", ""), c.value("passed", false),
+                        e.judges_learner(key)});
   }
   if (!declared.empty()) {
     if (std::string why = keys_mismatch(v.checks, declared); !why.empty()) {
@@ -158,7 +171,8 @@ Verdict verdict_from_run(const ExerciseInfo& e, const LabRun& run, const std::ve
       return v;
     }
   }
-  const bool all = report.value("passed", false) && v.held() == static_cast<int>(v.checks.size());
+  const bool all = report.value("passed", false) &&
+                   std::all_of(v.checks.begin(), v.checks.end(), [](const auto& c) { return c.passed; });
   const int expected = all ? lab::kExitPass : lab::kExitCheckFailed;
   if (run.exit_code != expected) {
     v.output = fmt::format(

@@ -32,6 +32,7 @@ const ExerciseInfo* find_exercise(const std::string& name);
 struct CheckOutcome {
   std::string key, claim, evidence;
   bool passed = false;
+  bool learner = true;  // judges the learner's code; false: one of the exercise's lab_runs, the lab's own
 };
 
 struct Verdict {
@@ -42,7 +43,9 @@ struct Verdict {
   std::string output;                      // the compiler's or the lab's messages, as they gave them
   std::string printed;  // what the learner's program printed itself (print_verdict cuts it)
   double build_s = 0, run_s = 0;
-  int held() const;
+  int judged() const;                                        // the checks of the learner's code
+  int held() const;                                          // those of them that hold
+  std::vector<const CheckOutcome*> lab_runs_failed() const;  // the lab's own runs that did not hold
 };
 
 // One run of an exercise's executable, as the judge saw it. The lab writes its report to a file the judge
@@ -80,9 +83,34 @@ LabReference lab_reference(const std::string& lab_executable, const std::filesys
 std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlohmann::json* report,
                                                 const std::string& error);
 
-// What a check prints: the checks, each failed one's hint, the verdict line.
+// What a check prints: the checks of the learner's code (PASS or FAIL), the lab's own runs as one line of
+// context (named, never marked PASS; one that failed with the learner's file is shown as such), each
+// failed check's hint (its first step: what the report showed and the principle), the verdict line
+// ("your code: 2 of 6 checks hold").
 void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v,
                    const std::string& learner_path, bool color);
+
+// print_verdict's middle: the checks, the lab's context line, the hints. runner/exercise_verdict.cpp.
+void print_checks(std::ostream& out, const ExerciseInfo& e, const Verdict& v, bool color);
+// The verdict's closing line, without style: "exercise 09 done: ...", "not yet: your code: ...".
+std::string verdict_line(const ExerciseInfo& e, const Verdict& v);
+
+// A hint's steps, one more each time the learner asks (amp-lab hint ID, or a key in watch): the verdict
+// shows step 1 of the hint for each failed check; each later step is the next of the first of those hints
+// that has one. What was shown is kept in the exercise's entry of progress.json: "last_hints" (the ids the
+// last verdict showed) and "hint_steps" (per id, the steps shown so far).
+struct HintStep {
+  const ExerciseHint* hint = nullptr;
+  int step = 0;  // 1 the principle, 2 the API to use, 3 the code
+};
+// Records a verdict's hints in `entry`: their ids as the last ones, step 1 of each as shown.
+void record_verdict_hints(nlohmann::json& entry, const Verdict& v);
+// The next step for the mistakes the last verdict showed, or none (no hint then, or every step shown).
+std::optional<HintStep> next_hint_step(const ExerciseInfo& e, const nlohmann::json& entry);
+// Records that `step` was shown.
+void record_hint_step(nlohmann::json& entry, const HintStep& step);
+// What the hint command prints for a step (wrapped to `width`, 0: one line per paragraph).
+std::string render_hint_step(const ExerciseInfo& e, const HintStep& step, size_t width);
 
 // What this build has: build/exercises/exercises.json, written by cmake/AmpLabExercises.cmake.
 struct ExerciseBuild {

@@ -373,31 +373,8 @@ void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v,
   if (v.kind == Verdict::LabError) {
     out << "  the lab stopped: " << lab::safe_line(v.output) << "\n";
   }
-  // Laid out to the terminal's width, as the labs' reports are; the colour codes go on after wrapping.
-  const size_t width = lab::terminal_width();
-  auto put = [&](const std::string& text, const std::string& first, const std::string& rest) {
-    for (const auto& line : lab::wrap_lines(text, width, first, rest)) out << line << "\n";
-  };
-  for (const CheckOutcome& c : v.checks) {
-    const auto lines = lab::wrap_lines(c.key + ": " + c.claim, width, "  PASS  ", "        ");
-    for (size_t i = 0; i < lines.size(); ++i)
-      out << (i == 0 ? "  " + (c.passed ? style.green("PASS") : style.red("FAIL")) + lines[i].substr(6)
-                     : lines[i])
-          << "\n";
-    put(c.evidence, "        ", "        ");
-  }
-  for (const ExerciseHint* h : v.hints) put(h->text, "  hint: ", "        ");
-  const std::string timing = fmt::format("built in {:.1f} s, checked in {:.1f} s", v.build_s, v.run_s);
-  if (v.kind == Verdict::Passed) {
-    out << style.bold(fmt::format("exercise {} done: all {} checks hold ({})", e.id, v.checks.size(), timing))
-        << "\n";
-  } else if (v.kind == Verdict::LabError) {
-    out << style.bold(fmt::format("not yet: the lab could not finish with your code ({})", timing)) << "\n";
-  } else {
-    out << style.bold(fmt::format("not yet: {} of {} checks fail ({})", v.checks.size() - v.held(),
-                                  v.checks.size(), timing))
-        << "\n";
-  }
+  print_checks(out, e, v, color);
+  out << style.bold(verdict_line(e, v)) << "\n";
 }
 
 }  // namespace runner

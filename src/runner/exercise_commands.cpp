@@ -3,6 +3,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
@@ -114,15 +115,51 @@ void record(const ExerciseInfo& e, const std::function<void(nlohmann::json&)>& c
 
 void record_verdict(const ExerciseInfo& e, const Verdict& v) {
   record(e, [&](nlohmann::json& entry) {
+    // done: every check of the learner's code holds (and the lab's own runs, which it leaves alone).
     const bool done = v.kind == Verdict::Passed || entry.value("status", "") == "done";
     entry["status"] = done ? "done" : "started";
     entry["checks_run"] = entry.value("checks_run", 0) + 1;
     if (!v.checks.empty())
-      entry["last"] = fmt::format("{}/{} checks hold", v.held(), v.checks.size());
+      entry["last"] = fmt::format("your code: {}/{} checks hold", v.held(), v.judged());
     else
       entry["last"] = v.kind == Verdict::CompileError ? "did not build" : "the lab stopped";
-    entry["hints"] = entry.value("hints", 0) + static_cast<int>(v.hints.size());
+    record_verdict_hints(entry, v);
   });
+}
+
+// The exercise's entry in progress.json (null when there is none, or no home to keep one in).
+nlohmann::json entry_of(const ExerciseInfo& e) {
+  auto s = default_progress_store();
+  if (!s) return nullptr;
+  const Progress p = s->load();
+  return p.exercises.contains(e.id) && p.exercises[e.id].is_object() ? p.exercises[e.id] : nullptr;
+}
+
+// Shows the next hint step for the mistake the last check measured, and records it; or says why none.
+// Returns whether a step was shown.
+bool show_next_hint(const ExerciseInfo& e, const std::string& dir_flag) {
+  const nlohmann::json kept = entry_of(e);
+  if (kept.is_null() || !kept.contains("last")) {
+    std::cout << fmt::format("no check of exercise {} yet: amp-lab check {}{} first\n", e.id, e.id, dir_flag);
+    return false;
+  }
+  const auto step = next_hint_step(e, kept);
+  if (!step) {
+    const bool any =
+        kept.contains("last_hints") && kept["last_hints"].is_array() && !kept["last_hints"].empty();
+    std::cout << (any ? fmt::format(
+                            "every step of the hints for your last check of exercise {} has been shown; "
+                            "amp-lab exercise {} --solution shows the lab's own code\n",
+                            e.id, e.id)
+                      : fmt::format(
+                            "your last check of exercise {} showed no known mistake: read what its failed "
+                            "checks measured (the evidence under each)\n",
+                            e.id));
+    return false;
+  }
+  std::cout << render_hint_step(e, *step, lab::terminal_width()) << std::flush;
+  record(e, [&](nlohmann::json& entry) { record_hint_step(entry, *step); });
+  return true;
 }
 
 ExerciseBuild the_build() {
@@ -181,6 +218,21 @@ std::string snapshot(const std::string& path) {
   } catch (const ExerciseError&) {
   }
   return std::to_string(ec ? 0 : t.time_since_epoch().count()) + ":" + text;
+}
+
+// The first character of a line typed on stdin within `ms` milliseconds ('\0' when none). At end of input or
+// on an error, `open` becomes false and the wait is a plain sleep from then on.
+char key_pressed(bool& open, int ms) {
+  if (!open) return poll(nullptr, 0, ms), '\0';
+  pollfd in{.fd = STDIN_FILENO, .events = POLLIN, .revents = 0};
+  if (poll(&in, 1, ms) <= 0) return '\0';
+  char line[256];
+  const ssize_t n = ::read(STDIN_FILENO, line, sizeof line);
+  if (n <= 0) {
+    open = false;
+    return '\0';
+  }
+  return line[0];
 }
 
 }  // namespace
@@ -276,6 +328,22 @@ int cmd_check(int argc, const char* const* argv) {
       check_once(build, e, path, lab::flag(args, "full"), lab::want_color(lab::flag(args, "no-color"))));
 }
 
+int cmd_hint(int argc, const char* const* argv) {
+  cxxopts::Options options("amp-lab hint",
+                           "The next step of the hint for the mistake your last check showed: the principle, "
+                           "then the API to use, then the code.");
+  const auto args = parse(options, argc, argv);
+  if (lab::flag(args, "help"))
+    return std::cout << lab::help_text(options, lab::terminal_width()), lab::kExitPass;
+  const ExerciseInfo& e = exercise_arg(args, "hint");
+  if (!default_progress_store())
+    throw lab::UsageError(
+        "amp-lab hint reads your last check from your progress file, and there is no home "
+        "folder to keep one in (set HOME or XDG_STATE_HOME)");
+  show_next_hint(e, dir_flag(args));
+  return lab::kExitPass;
+}
+
 int cmd_watch(int argc, const char* const* argv) {
   cxxopts::Options options("amp-lab watch", "Check an exercise on every save until the lab's checks hold.");
   options.add_options()("file", "watch this file, not the workspace's", cxxopts::value<std::string>())(
@@ -289,16 +357,18 @@ int cmd_watch(int argc, const char* const* argv) {
   const bool color = lab::want_color(lab::flag(args, "no-color"));
   // No SA_RESTART: Ctrl-C ends the wait at once; a build or run under way gets it too (lab::wait_for passes
   // it on to that child's process group) and stops.
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_handler = on_stop;
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaction(s, &sa, nullptr);
+  bool stdin_open = ::isatty(STDIN_FILENO) == 1;  // a key asks for the next hint step
   for (;;) {
     std::string seen = snapshot(path);
     try {
       const Verdict v = check_once(build, e, path, lab::flag(args, "full"), color);
       if (g_stop) break;
       if (v.kind == Verdict::Passed) return lab::kExitPass;
-      std::cout << fmt::format("watching {}: save it to check again (Ctrl-C stops)\n", shown(path))
+      std::cout << fmt::format("watching {}: save it to check again{} (Ctrl-C stops)\n", shown(path),
+                               stdin_open ? "; h and Enter: the next hint step" : "")
                 << std::flush;
     } catch (const ExerciseError& error) {
       // Gone in the middle of a save: checked once it is back. There but unreadable (its permissions, too
@@ -311,7 +381,8 @@ int cmd_watch(int argc, const char* const* argv) {
       }
       seen = snapshot(path);
     }
-    while (!g_stop && snapshot(path) == seen) poll(nullptr, 0, 250);
+    while (!g_stop && snapshot(path) == seen)
+      if (key_pressed(stdin_open, 250) == 'h') show_next_hint(e, dir_flag(args));
     // An editor that saves by writing a new file and renaming it over the old one leaves no file for a
     // moment; one that is gone for longer is waited for, said once.
     bool said = false;

@@ -12,9 +12,21 @@
 namespace runner {
 
 const std::vector<std::string> kExercisesKeys = {"exercises", "library_errors"};
-const std::vector<std::string> kExerciseKeys = {"lab", "title", "hints"};
-const std::vector<std::string> kHintKeys = {"id",    "check", "evidence", "observation",
-                                            "range", "error", "text"};
+const std::vector<std::string> kExerciseKeys = {"lab", "title", "lab_runs", "hints"};
+const std::vector<std::string> kHintKeys = {"id",    "check", "evidence", "observation", "range",
+                                            "error", "text",  "api",      "code"};
+
+bool ExerciseInfo::judges_learner(const std::string& key) const {
+  return std::find(lab_runs.begin(), lab_runs.end(), key) == lab_runs.end();
+}
+
+int hint_steps(const ExerciseHint& h) {
+  return h.api.empty() ? 1 : h.code.empty() ? 2 : 3;
+}
+
+const std::string& hint_step(const ExerciseHint& h, int step) {
+  return step >= 3 ? h.code : step == 2 ? h.api : h.text;
+}
 
 namespace {
 
@@ -64,6 +76,12 @@ ExerciseHint read_hint(const YamlFile& v, const YAML::Node& node, const std::str
     v.fail(node["id"].Mark(), at + ".id", "duplicate hint id " + lab::quote(h.id));
   read_match(v, node, at, h);
   h.text = v.text(node, "text", at + ".text");
+  if (node["api"]) h.api = v.text(node, "api", at + ".api");
+  if (node["code"]) {
+    if (!node["api"])
+      v.fail(node["code"].Mark(), at + ".code", "comes after an api step, and this hint has none");
+    h.code = v.text(node, "code", at + ".code");
+  }
   return h;
 }
 
@@ -83,7 +101,7 @@ void check_shadowing(const YamlFile& v, const YAML::Node& node, const std::strin
 ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, const LabLookup& labs,
                            std::set<std::string>& labs_seen, const std::vector<ExerciseHint>& shared) {
   const std::string at = fmt::format("exercises[{}]", i);
-  v.mapping(node, kExerciseKeys, at, "a mapping with lab, title and hints");
+  v.mapping(node, kExerciseKeys, at, "a mapping with lab, title, lab_runs and hints");
   ExerciseInfo e;
   e.lab = v.text(node, "lab", at + ".lab");
   const auto ref = labs(e.lab);
@@ -94,6 +112,15 @@ ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, 
   e.id = fmt::format("{:02d}", ref->number);
   e.stem = ref->stem;
   e.title = v.text(node, "title", at + ".title");
+  if (node["lab_runs"]) {
+    const YAML::Node keys = v.list(node["lab_runs"], at + ".lab_runs");
+    for (size_t k = 0; k < keys.size(); ++k) {
+      const std::string field = fmt::format("{}.lab_runs[{}]", at, k);
+      std::string key = v.text(keys[k], field);
+      if (!e.judges_learner(key)) v.fail(keys[k].Mark(), field, "check " + lab::quote(key) + " listed twice");
+      e.lab_runs.push_back(std::move(key));
+    }
+  }
   if (!node["hints"]) return e;
   const YAML::Node hints = v.list(node["hints"], at + ".hints");
   std::set<std::string> ids;

@@ -16,7 +16,12 @@ namespace runner {
 struct ExerciseHint {
   std::string id;  // names the mistake: the tests' wrong solutions say which hint they expect
   std::string check;
+  // The steps a learner sees, one more each time they ask (amp-lab hint): `text`, what the report showed
+  // and the principle, with the verdict; then `api`, the call or op to use; then `code`, the fix itself.
+  // api and code may be empty (the hint then has fewer steps).
   std::string text;
+  std::string api;
+  std::string code;
   std::string evidence;
   std::string observation;
   double lo = 0, hi = 0;
@@ -29,25 +34,38 @@ struct ExerciseInfo {
   std::string stem;   // "09_gradient_accumulation": labs/<stem>/amp.cpp, labs/<stem>/exercise.cpp
   std::string lab;    // the lab's id, "gradient-accumulation"
   std::string title;  // what the learner writes, in a few words
+  // The keys of the checks that measure only the lab's own runs (its reference steps, its demonstration
+  // of the problem with the code the starter keeps), not the code the learner writes: the verdict shows
+  // them as the lab's context and counts only the others.
+  std::vector<std::string> lab_runs;
   std::vector<ExerciseHint> hints;
+
+  // Whether the check `key` judges the learner's code (is not among lab_runs).
+  bool judges_learner(const std::string& key) const;
 };
+
+// The number of steps a hint has (1 to 3: text, then api and code where given), and step k's text.
+int hint_steps(const ExerciseHint& h);
+const std::string& hint_step(const ExerciseHint& h, int step);
 
 // The keys exercises.yaml may hold.
 extern const std::vector<std::string> kExercisesKeys;  // exercises, library_errors
-extern const std::vector<std::string> kExerciseKeys;   // lab, title, hints
-extern const std::vector<std::string> kHintKeys;       // id, check, evidence, observation, range, error, text
+extern const std::vector<std::string> kExerciseKeys;   // lab, title, lab_runs, hints
+extern const std::vector<std::string>
+    kHintKeys;  // id, check, evidence, observation, range, error, text, api, code
 
 // Loads and validates exercises.yaml, as quiz.yaml is loaded: `exercises`, a non-empty list, each a
 // mapping with `lab` (a lab's id that `labs` knows, at most one exercise each: the exercise's id and stem
-// are the lab's number and folder), `title`, and `hints` (optional, a non-empty list). A hint has an `id`
-// (unique in its exercise), a `text`, and either `error` (words of the lab's error message) or `check` (a
-// check's key) with at most one of `evidence` (words of that check's evidence) and `observation` with
-// `range: [lo, hi]` (two numbers, lo <= hi). Which check and observation keys a lab reports only its run
-// says: tests/test_labs.cpp holds every key named here to the lab's real --json. Every error is one
-// DataError line "file:line:column: field: what".
-// `library_errors` (optional, a non-empty list of hints with id, error and text): the errors the amp library
-// and LibTorch raise for a misused call, each with the rule it names; every exercise gets them after its
-// own hints (shared = true), so a mistake the exercise knows better is named by the exercise's hint.
+// are the lab's number and folder), `title`, `lab_runs` (optional, a non-empty list of check keys, each
+// once) and `hints` (optional, a non-empty list). A hint has an `id` (unique in its exercise), a `text`,
+// optionally `api` and `code` (the later steps; code only after an api), and either `error` (words of the
+// lab's error message) or `check` (a check's key) with at most one of `evidence` (words of that check's
+// evidence) and `observation` with `range: [lo, hi]` (two numbers, lo <= hi). Which check and observation
+// keys a lab reports only its run says: tests/test_labs.cpp holds every key named here to the lab's real
+// --json. Every error is one DataError line "file:line:column: field: what". `library_errors` (optional, a
+// non-empty list of hints with id, error and text): the errors the amp library and LibTorch raise for a
+// misused call, each with the rule it names; every exercise gets them after its own hints (shared = true), so
+// a mistake the exercise knows better is named by the exercise's hint.
 std::vector<ExerciseInfo> load_exercises(const std::string& path, const LabLookup& labs);
 // The same for text already in memory; `name` stands for the file in messages.
 std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& name, const LabLookup& labs);

@@ -7,7 +7,7 @@
 //   amp-lab run LAB [lab flags]     one lab: its executable, run with these flags
 //   amp-lab list                    the tracks, their labs and the questions they back
 //   amp-lab info                    LibTorch, CPU 16-bit features, CUDA device
-//   amp-lab exercises | exercise ID | check ID | watch ID    write a lab's AMP code
+//   amp-lab exercises | exercise ID | check ID | hint ID | watch ID    write a lab's AMP code
 //   (runner/exercise_commands.h) amp-lab --version               amp-lab's version and the LibTorch it was
 //   built with
 // Exit codes: 0 every lab's checks held, 1 a check failed, 2 bad usage or quiz file, 3 a lab failed to run
@@ -64,6 +64,7 @@ constexpr const char* kUsage =
     "  exercises    the exercises: you write a lab's AMP code, its own checks judge it\n"
     "  exercise ID  start one: its starter copied into workspace/ (--solution: the lab's code)\n"
     "  check ID     build your file for exercise ID and run the lab's checks on it\n"
+    "  hint ID      the next step of the hint for your last check: the principle, the API, the code\n"
     "  watch ID     check again on every save, until the checks hold\n"
     "  --version  amp-lab's version and the LibTorch it was built with\n";
 
@@ -202,10 +203,11 @@ int dispatch(const std::string& command, int argc, const char* const* argv) {
   if (command == "exercises") return runner::cmd_exercises(argc, argv);
   if (command == "exercise") return runner::cmd_exercise(argc, argv);
   if (command == "check") return runner::cmd_check(argc, argv);
+  if (command == "hint") return runner::cmd_hint(argc, argv);
   if (command == "watch") return runner::cmd_watch(argc, argv);
   throw lab::UsageError(
       "unknown command " + lab::quote(command) +
-      " (commands: quiz, run, list, progress, glossary, info, exercises, exercise, check, watch)");
+      " (commands: quiz, run, list, progress, glossary, info, exercises, exercise, check, hint, watch)");
 }
 
 // Runs the command; every error is one line on stderr and an exit code.
