@@ -105,8 +105,7 @@ const std::vector<LabDecl>& catalog() {
        .track = "practice",
        .title = "An fp16 overflow in one op: no loss scale fixes it; find the op, run it in fp32 or use bf16",
        .heading = "An fp16 model whose loss is not finite: the scaler, the op and two changes",
-       .flip_fails = {"scale-collapses", "watch-names-op",
-                      "op-overflows-fp16"}},
+       .flip_fails = {"scale-collapses", "watch-names-op", "op-overflows-fp16"}},
       {.number = 16,
        .id = "gradient-clipping",
        .track = "practice",
@@ -119,8 +118,8 @@ const std::vector<LabDecl>& catalog() {
        .title = "Pure bf16 weights lose small updates; stochastic rounding or Kahan compensation keeps them "
                 "without a master copy",
        .heading = "One training run with bf16 weights, five ways to apply the update",
-       .flip_fails = {"stochastic-tracks-fp32", "kahan-tracks-fp32", "stochastic-unbiased", "stochastic-uses-generator",
-                      "stochastic-draws-independent"}},
+       .flip_fails = {"stochastic-tracks-fp32", "kahan-tracks-fp32", "stochastic-unbiased",
+                      "stochastic-uses-generator", "stochastic-draws-independent"}},
   };
   return labs;
 }

@@ -66,7 +66,8 @@ TEST_CASE("both fixes make nearly all of fp32's loss reduction; the output stays
   CHECK(r.value("loss_ratio_guarded_same_skips") == doctest::Approx(1.0).epsilon(0.2));
   const lab::Check* c = r.find_check("rest-in-16-bit");
   REQUIRE(c != nullptr);
-  CHECK(c->evidence == "v: fp16 in the fp16 run, bf16 in the bf16 run; y: fp16 in the fp16 run, bf16 in the bf16 run");
+  CHECK(c->evidence ==
+        "v: fp16 in the fp16 run, bf16 in the bf16 run; y: fp16 in the fp16 run, bf16 in the bf16 run");
 }
 
 }  // namespace lab15_fp16_overflow_test

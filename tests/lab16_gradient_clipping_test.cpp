@@ -31,7 +31,8 @@ TEST_CASE("clipped by the global norm, the sharded step is the fp32 reference's,
   CHECK(r.value("ref_factor_step0") < 1);  // the clip is active, or nothing here would show
 }
 
-TEST_CASE("clipped by each shard's own norm, both shards bind: the step-0 update is sqrt(world) times too big") {
+TEST_CASE(
+    "clipped by each shard's own norm, both shards bind: the step-0 update is sqrt(world) times too big") {
   // Each shard is scaled to a norm of max_norm, so together they move sqrt(world) x max_norm where the
   // reference moves max_norm: the 1.41 the quiz quotes is sqrt(2).
   const lab::Report r = run_quick(/*flip=*/false);

@@ -17,7 +17,8 @@ lab::Report run_quick(bool flip) {
 
 }  // namespace
 
-TEST_CASE("the allocator counts each run's state after its steps: weights 2 B, a compensation 2 B, a master 4 B") {
+TEST_CASE(
+    "the allocator counts each run's state after its steps: weights 2 B, a compensation 2 B, a master 4 B") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("bytes_fp32") == 4);
   CHECK(r.value("bytes_pure") == 2);

@@ -43,17 +43,17 @@ namespace {
 using namespace lab15;
 
 constexpr int64_t kBatch = 32, kTokens = 8, kDim = 16, kHeadDim = 16;  // x: [32, 8, 16]
-constexpr double kInputScale = 256;     // the inputs' standard deviation: raw units, not normalized
-constexpr double kFlipShrink = 16;      // --flip divides the inputs by 16: the scores / 256, in range
-constexpr double kTargetNoise = 0.05;   // the targets' noise, relative to their standard deviation
-constexpr int64_t kSteps = 120;         // Adam steps per training run
-constexpr int64_t kStepsQuick = 40;     // ... in quick mode
-constexpr int64_t kFewSteps = 8;        // the runs with a smaller scale or learning rate
-constexpr double kLr = 2e-2;            // Adam's learning rate
-constexpr double kLowerLr = 2e-4;       // the "lower learning rate" tried: 100x smaller
-constexpr double kClipNorm = 1;         // the "gradient clipping" tried: clip_grad_norm_ to 1 after unscale_
-constexpr double kSmallInitScale = 1;   // the "smaller initial loss scale" tried: no scaling at all
-constexpr double kGainShare = 0.5;  // a fix makes at least half of fp32's loss reduction (see the checks)
+constexpr double kInputScale = 256;    // the inputs' standard deviation: raw units, not normalized
+constexpr double kFlipShrink = 16;     // --flip divides the inputs by 16: the scores / 256, in range
+constexpr double kTargetNoise = 0.05;  // the targets' noise, relative to their standard deviation
+constexpr int64_t kSteps = 120;        // Adam steps per training run
+constexpr int64_t kStepsQuick = 40;    // ... in quick mode
+constexpr int64_t kFewSteps = 8;       // the runs with a smaller scale or learning rate
+constexpr double kLr = 2e-2;           // Adam's learning rate
+constexpr double kLowerLr = 2e-4;      // the "lower learning rate" tried: 100x smaller
+constexpr double kClipNorm = 1;        // the "gradient clipping" tried: clip_grad_norm_ to 1 after unscale_
+constexpr double kSmallInitScale = 1;  // the "smaller initial loss scale" tried: no scaling at all
+constexpr double kGainShare = 0.5;     // a fix makes at least half of fp32's loss reduction (see the checks)
 constexpr double kScoresTolerance = 1e-5;  // guarded scores vs float64: fp32 rounding (bf16 would be ~4e-3)
 constexpr const char* kScoresOp = "aten::bmm";  // what torch::matmul of [B, T, D] x [B, D, T] dispatches to
 const double kFp16Max = static_cast<float>(std::numeric_limits<c10::Half>::max());  // 65504
@@ -187,7 +187,7 @@ struct Result {
   std::optional<amp::NonfiniteOp> guarded_op;  // the watch, guarded (none expected)
   Verify verify;
   std::string scores_dtype, v_dtype_fp16, v_dtype_bf16, y_dtype_fp16, y_dtype_bf16;
-  double scores_error = 0;  // guarded step-0 scores vs float64 of the same q, k: max |diff| / max |ref|
+  double scores_error = 0;       // guarded step-0 scores vs float64 of the same q, k: max |diff| / max |ref|
   int64_t scores_nonfinite = 0;  // the guarded step-0 scores' inf/NaN values
 };
 

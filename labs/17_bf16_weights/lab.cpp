@@ -14,14 +14,14 @@
 // its final float64 loss against fp32's and the bytes per parameter it keeps between steps, counted by the
 // allocator (lab::allocated_bytes) around the making of its state and every update step: what is still
 // allocated after the last step (weights, master copy or compensation, optimizer state: plain SGD keeps
-// none; and whatever the update code keeps for itself, or rebinds the state to). Then the fp32 run's own updates u are replayed onto each kind of weight (a
-// fixed sequence, so a rounding's noise cannot feed back into the updates): the share of the summed
-// update the net move lost, 1 - sum(move x U) / sum(U x U) with U each weight's summed updates (0: all
-// kept, also on average; 1: all lost), and the share of steps that left a weight unchanged (as lab 01
-// counts: stochastic rounding and Kahan leave most weights unchanged at any one step and still keep the
-// update). Last it draws stochastic rounding 4096 times: its mean matches the fp32 value within a few
-// binomial sigmas, in three binades, and over 64 repeated adds the draws' spread is the independent
-// binomial's; and it checks that the rounding draws from the generator the lab hands in.
+// none; and whatever the update code keeps for itself, or rebinds the state to). Then the fp32 run's own
+// updates u are replayed onto each kind of weight (a fixed sequence, so a rounding's noise cannot feed back
+// into the updates): the share of the summed update the net move lost, 1 - sum(move x U) / sum(U x U) with U
+// each weight's summed updates (0: all kept, also on average; 1: all lost), and the share of steps that left
+// a weight unchanged (as lab 01 counts: stochastic rounding and Kahan leave most weights unchanged at any one
+// step and still keep the update). Last it draws stochastic rounding 4096 times: its mean matches the fp32
+// value within a few binomial sigmas, in three binades, and over 64 repeated adds the draws' spread is the
+// independent binomial's; and it checks that the rounding draws from the generator the lab hands in.
 //
 // Run:  build/bin/lab17_bf16_weights [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (--dtype does not apply: the lab is about bf16)
@@ -205,12 +205,12 @@ double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fract
 }
 
 struct Draws {
-  double worst_sigmas = 0;  // the worst of the single-add cases
-  double away_bias = 0;     // ... their mean error in gaps, away from zero (the one of largest size)
-  double least_spread = 0;  // ... the least of their draws' spreads, in gaps (0: rounded to one value)
+  double worst_sigmas = 0;      // the worst of the single-add cases
+  double away_bias = 0;         // ... their mean error in gaps, away from zero (the one of largest size)
+  double least_spread = 0;      // ... the least of their draws' spreads, in gaps (0: rounded to one value)
   bool generator_used = false;  // a call advanced the lab's generator
-  double spread_ratio = 0;  // repeated adds: std of the steps moved / the independent binomial's
-  double repeat_moved = 0;  // ... mean steps moved (expected kRepeats x kRepeatFraction)
+  double spread_ratio = 0;      // repeated adds: std of the steps moved / the independent binomial's
+  double repeat_moved = 0;      // ... mean steps moved (expected kRepeats x kRepeatFraction)
 };
 
 Draws measure_draws(Updater& up, torch::Device dev) {
@@ -231,7 +231,9 @@ Draws measure_draws(Updater& up, torch::Device dev) {
   up.gen.set_current_seed(up.gen.current_seed() + 1);
   const torch::Tensor before = up.gen.get_state();
   auto probe = torch::ones({kDraws}, torch::dtype(torch::kBFloat16).device(dev));
-  update(up, probe, torch::full({kDraws}, kRepeatFraction * std::ldexp(1.0, -7), torch::dtype(torch::kFloat).device(dev)));
+  update(
+      up, probe,
+      torch::full({kDraws}, kRepeatFraction * std::ldexp(1.0, -7), torch::dtype(torch::kFloat).device(dev)));
   d.generator_used = !torch::equal(before, up.gen.get_state());
   const double gap = std::ldexp(1.0, -7);  // at 1
   auto w = torch::ones({kDraws}, torch::dtype(torch::kBFloat16).device(dev));

@@ -9,7 +9,7 @@
 namespace lab17 {
 
 void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const torch::Tensor& update_fp32) {
-  master_fp32.add_(update_fp32);   // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
+  master_fp32.add_(update_fp32);  // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
   // the mistake: the bf16 copy the forward pass reads is never refreshed from the master
 }
 
