@@ -53,14 +53,14 @@ TEST_CASE("clipped before unscale_, the clip bounds the scaled gradients: the up
   CHECK(r.value("clip_first_norm_ratio") == doctest::Approx(scale).epsilon(1e-2));
   // Its factor on the true gradients is the reference's over the scale (step 0: the same weights).
   CHECK(r.value("clip_first_factor_x_scale") == doctest::Approx(1.0).epsilon(1e-2));
-  CHECK(r.value("clip_first_update_ratio") < 1e-2);
+  CHECK(r.value("clip_first_update_ratio") < 0.1);  // the odd steps too: clipped at the scaled norm
   CHECK(r.value("whole_update_diff") <= 1e-2);
 }
 
 TEST_CASE("flipped, sharded-total clips per shard: its factors part and its update leaves the reference") {
   const lab::Report r = run_quick(/*flip=*/true);
   CHECK(!r.passed());
-  CHECK(r.value("global_factor_spread") >= 0.05);
+  CHECK(r.value("global_factor_worst") >= 0.05);  // each rank's factor off the global one
   CHECK(r.value("global_update_diff") == doctest::Approx(r.value("local_update_diff")));
   CHECK(r.value("inf_step_moved_ranks") == 0);  // the scaler's verdict is still global
   CHECK(check_keyed(r, "inf-skips-every-rank").passed);
