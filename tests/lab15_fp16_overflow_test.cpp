@@ -55,6 +55,19 @@ TEST_CASE("the guarded forward makes no inf, and its scores are fp32's rounding 
   CHECK(c->evidence.find("fp32 scores") == 0);
   CHECK(c->evidence.find("guarded forward: none") != std::string::npos);
   CHECK(r.value("scores_error_guarded") <= 1e-6);
+  CHECK(r.value("scores_fp32_nonfinite") == 0);
+}
+
+TEST_CASE("both fixes make nearly all of fp32's loss reduction; the output stays 16-bit in both runs") {
+  const lab::Report r = run_quick(/*flip=*/false);
+  CHECK(r.value("skipped_guarded") >= 1);  // the scale settles from 2^16: the backward overflows at first
+  CHECK(r.value("gain_share_guarded") >= 0.8);
+  CHECK(r.value("gain_share_bf16") >= 0.8);
+  CHECK(r.value("loss_ratio_guarded_same_skips") == doctest::Approx(1.0).epsilon(0.2));
+  const lab::Check* c = r.find_check("rest-in-16-bit");
+  REQUIRE(c != nullptr);
+  CHECK(c->evidence ==
+        "v: fp16 in the fp16 run, bf16 in the bf16 run; y: fp16 in the fp16 run, bf16 in the bf16 run");
 }
 
 }  // namespace lab15_fp16_overflow_test

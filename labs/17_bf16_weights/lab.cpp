@@ -13,14 +13,16 @@
 //   the learning rate (their updates replayed from an fp32 run at that rate).
 // Each run's gradient is computed in fp32 from the weights as stored. Each run trains from the start for
 // its final float64 loss against fp32's and the bytes per parameter it keeps between steps, counted by the
-// allocator (lab::allocated_bytes) while its state is made: weights, master copy or compensation, optimizer
-// state (plain SGD keeps none). Then the fp32 run's own updates u are replayed onto each kind of weight (a
-// fixed sequence, so a rounding's noise cannot feed back into the updates): the share of the summed
-// update the net move lost, 1 - sum(move x U) / sum(U x U) with U each weight's summed updates (0: all
-// kept, also on average; 1: all lost), and the share of steps that left a weight unchanged (as lab 01
-// counts: stochastic rounding and Kahan leave most weights unchanged at any one step and still keep the
-// update). Last it draws stochastic rounding 4096 times: its mean matches the fp32 value within a few
-// binomial sigmas, and over 64 repeated adds the draws' spread is the independent binomial's.
+// allocator (lab::allocated_bytes) around the making of its state and every update step: what is still
+// allocated after the last step (weights, master copy or compensation, optimizer state: plain SGD keeps
+// none; and whatever the update code keeps for itself, or rebinds the state to). Then the fp32 run's own
+// updates u are replayed onto each kind of weight (a fixed sequence, so a rounding's noise cannot feed back
+// into the updates): the share of the summed update the net move lost, 1 - sum(move x U) / sum(U x U) with U
+// each weight's summed updates (0: all kept, also on average; 1: all lost), and the share of steps that left
+// a weight unchanged (as lab 01 counts: stochastic rounding and Kahan leave most weights unchanged at any one
+// step and still keep the update). Last it draws stochastic rounding 4096 times: its mean matches the fp32
+// value within a few binomial sigmas, in three binades, and over 64 repeated adds the draws' spread is the
+// independent binomial's; and it checks that the rounding draws from the generator the lab hands in.
 // And any LibTorch optimizer on bf16 weights: amp.cpp's training loop, AdamW through amp::Bf16Step on
 // a bf16 Linear from zero weights, must bring its loss below 5% of its first.
 //
@@ -28,8 +30,8 @@
 //       (--dtype does not apply: the lab is about bf16)
 // --flip: the "stochastic" and "Kahan" updates become plain round-to-nearest bf16 adds: they lose the
 //         updates as pure bf16 does, and the draws are all the nearest neighbour, so checks
-//         stochastic-tracks-fp32, kahan-tracks-fp32, stochastic-unbiased and stochastic-draws-independent
-//         fail.
+//         stochastic-tracks-fp32, kahan-tracks-fp32, stochastic-unbiased, stochastic-draws-independent and
+//         stochastic-uses-generator fail.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -141,22 +143,29 @@ struct Updater {
 };
 
 // Trains from the start: the final loss and the bytes kept. Records fp32's updates when `updates` is given.
+// The bytes: what the allocator still holds after the last step, of what the state's making and the steps
+// allocated (a buffer the update code keeps to itself, or a state tensor it rebinds, counts), less the
+// recorded updates.
 Run train(const Problem& p, Way way, int64_t steps, Updater& up,
           std::vector<torch::Tensor>* updates = nullptr, double lr = kLr) {
   State s;
-  const auto bytes = lab::allocated_bytes(p.start.device(), [&] { s = make_state(p, way); }).retained;
-  for (int64_t i = 0; i < steps; ++i) {
-    const auto g = p.xtx.matmul(s.w.to(torch::kFloat)) - p.xty;  // from the weights the model reads
-    const auto u = -(way == Way::LargeLr ? kLargeLr : lr) * g;
-    if (updates) updates->push_back(u);
-    up.apply(way, s, u, g);
-  }
+  const auto kept = lab::allocated_bytes(p.start.device(), [&] {
+    s = make_state(p, way);
+    for (int64_t i = 0; i < steps; ++i) {
+      const auto g = p.xtx.matmul(s.w.to(torch::kFloat)) - p.xty;  // from the weights the model reads
+      const auto u = -(way == Way::LargeLr ? kLargeLr : lr) * g;
+      if (updates) updates->push_back(u);
+      up.apply(way, s, u, g);
+    }
+  });
+  const int64_t bytes = kept.retained - (updates ? lab::tensor_bytes(*updates) : 0);
   return {.loss = loss64(p, s.tracked()), .bytes = double(bytes) / p.start.numel()};
 }
 
 // Replays fp32's updates (a fixed sequence, so a rounding's noise cannot feed back into them) onto this
-// way's weights: the share of the summed update the net move lost, projected (0 when every update arrived,
-// also on average; 1 when none did), and the share of (weight, step) pairs a step left unchanged.
+// way's weights: the share of the summed update the net move of the weights the model reads lost, projected
+// (0 when every update arrived, also on average; 1 when none did), and the share of (weight, step) pairs a
+// step left unchanged (the master copy's, with one).
 void replay(const Problem& p, Way way, const std::vector<torch::Tensor>& updates, Updater& up, Run& run) {
   State s = make_state(p, way);
   const auto acc = torch::dtype(torch::kDouble).device(p.start.device());
@@ -167,7 +176,8 @@ void replay(const Problem& p, Way way, const std::vector<torch::Tensor>& updates
     intended += u.to(torch::kDouble);
     unchanged += ((u != 0) & (s.tracked().to(torch::kFloat) == before)).sum();
   }
-  const auto moved = s.tracked().to(torch::kDouble) - p.start.to(torch::kDouble);
+  // The weights the model reads (with a master copy, its bf16 copy): what reached them.
+  const auto moved = s.w.to(torch::kDouble) - p.start.to(torch::kDouble);
   run.lost = 1 - ((moved * intended).sum() / intended.pow(2).sum()).item<double>();
   const int64_t asked = p.start.numel() * static_cast<int64_t>(updates.size());
   run.unchanged = unchanged.item<double>() / static_cast<double>(asked);
@@ -183,30 +193,53 @@ void update(Updater& up, torch::Tensor& w, const torch::Tensor& u) {
 }
 
 // kDraws copies of bf16 w0 plus `fraction` of the gap towards the neighbour in u's direction: the mean
-// of the results against w0 + u, in binomial sigmas (the gap x sqrt(f(1 - f) / kDraws)).
-double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fraction) {
+// of the results against w0 + u, in binomial sigmas (the gap x sqrt(f(1 - f) / kDraws)); *away: the mean's
+// error in gaps, positive away from zero; *spread: the draws' standard deviation in gaps (0: all one value).
+double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fraction, double* away,
+                         double* spread) {
   const double gap = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(std::abs(w0)))) - 7);
   const double u = fraction * gap;  // w0 + u stays in w0's binade for the cases below
   auto w = torch::full({kDraws}, w0, torch::dtype(torch::kBFloat16).device(dev));
   update(up, w, torch::full({kDraws}, u, torch::dtype(torch::kFloat).device(dev)));
   const double f = std::abs(fraction);
   const double sigma = gap * std::sqrt(f * (1 - f) / kDraws);
-  return std::abs(w.to(torch::kDouble).mean().item<double>() - (w0 + u)) / sigma;
+  const double error = w.to(torch::kDouble).mean().item<double>() - (w0 + u);
+  *away = (w0 < 0 ? -error : error) / gap;
+  *spread = w.to(torch::kDouble).std().item<double>() / gap;
+  return std::abs(error) / sigma;
 }
 
 struct Draws {
-  double worst_sigmas = 0;  // the worst of the single-add cases
-  double spread_ratio = 0;  // repeated adds: std of the steps moved / the independent binomial's
-  double repeat_moved = 0;  // ... mean steps moved (expected kRepeats x kRepeatFraction)
+  double worst_sigmas = 0;      // the worst of the single-add cases
+  double away_bias = 0;         // ... their mean error in gaps, away from zero (the one of largest size)
+  double least_spread = 0;      // ... the least of their draws' spreads, in gaps (0: rounded to one value)
+  bool generator_used = false;  // a call advanced the lab's generator
+  double spread_ratio = 0;      // repeated adds: std of the steps moved / the independent binomial's
+  double repeat_moved = 0;      // ... mean steps moved (expected kRepeats x kRepeatFraction)
 };
 
 Draws measure_draws(Updater& up, torch::Device dev) {
   Draws d;
-  // Positive and negative weights, updates up and down, in two binades.
-  const std::array<std::array<double, 2>, 3> cases = {{{1.0, 0.3}, {-1.5, 0.3}, {0.625, -0.2}}};
-  for (const auto& c : cases)
-    d.worst_sigmas = std::max(d.worst_sigmas, mean_error_sigmas(up, dev, c[0], c[1]));
+  // Positive and negative weights, updates up and down, in three binades: a rounding that assumes one gap
+  // (a dither of 2^-7, [1, 2)'s) is biased in [2, 4).
+  const std::array<std::array<double, 2>, 4> cases = {{{1.0, 0.3}, {-1.5, 0.3}, {0.625, -0.2}, {2.5, 0.3}}};
+  d.least_spread = INFINITY;
+  for (const auto& c : cases) {
+    double away = 0, spread = 0;
+    d.worst_sigmas = std::max(d.worst_sigmas, mean_error_sigmas(up, dev, c[0], c[1], &away, &spread));
+    if (!(std::abs(away) <= std::abs(d.away_bias))) d.away_bias = away;
+    d.least_spread = std::min(d.least_spread, spread);
+  }
   if (std::isnan(d.worst_sigmas)) d.worst_sigmas = INFINITY;
+  // The generator handed in: one call must advance it from a fresh seed (a draw from the global generator
+  // or a new one leaves it as it was, and does not repeat with the lab's seed).
+  up.gen.set_current_seed(up.gen.current_seed() + 1);
+  const torch::Tensor before = up.gen.get_state();
+  auto probe = torch::ones({kDraws}, torch::dtype(torch::kBFloat16).device(dev));
+  update(
+      up, probe,
+      torch::full({kDraws}, kRepeatFraction * std::ldexp(1.0, -7), torch::dtype(torch::kFloat).device(dev)));
+  d.generator_used = !torch::equal(before, up.gen.get_state());
   const double gap = std::ldexp(1.0, -7);  // at 1
   auto w = torch::ones({kDraws}, torch::dtype(torch::kBFloat16).device(dev));
   const auto u = torch::full({kDraws}, kRepeatFraction * gap, torch::dtype(torch::kFloat).device(dev));
@@ -334,8 +367,14 @@ void report_draws(const Result& m, lab::Report& r) {
   const Draws& d = m.draws;
   const std::string sr = m.ctx.flip ? "\"stochastic rounding\"" : "stochastic rounding";
   r.detail_section(fmt::format("{}, drawn {} times", sr, kDraws));
-  r.observe("sr_mean_error_sigmas", "worst |mean - fp32 value| over 3 cases, in binomial sigmas",
+  r.observe("sr_mean_error_sigmas", "worst |mean - fp32 value| over 4 cases, in binomial sigmas",
             d.worst_sigmas, "", fmt::format("{:.2f}", d.worst_sigmas));
+  r.observe("sr_away_bias", "    the largest mean error, in gaps, away from zero", d.away_bias, "",
+            fmt::format("{:+.3f}", d.away_bias));
+  r.observe("sr_least_spread", "    the least spread of one case's draws, in gaps", d.least_spread, "",
+            fmt::format("{:.3f}", d.least_spread));
+  r.observe("sr_generator_used", "a call advanced the generator handed in", d.generator_used ? 1 : 0, "",
+            d.generator_used ? "yes" : "no");
   r.observe("sr_repeat_moved",
             fmt::format("{} adds of {} spacing to 1: mean steps moved", kRepeats, kRepeatFraction),
             d.repeat_moved, "",
@@ -357,7 +396,8 @@ void report_checks(const Result& m, lab::Report& r) {
           pure.lost >= kMostLost && pure.loss / base >= kWorse,
           fmt::format("{} (need >= {} lost, >= {}x)", lost_and_ratio(pure, base), lab::percent(kMostLost, 0),
                       kWorse));
-  // Catches a master copy not updated in fp32 (or not copied back): the usual recipe must track fp32.
+  // Catches a master copy not updated in fp32, or not copied back to the bf16 weights the model reads
+  // (their net move is what "lost" measures): the usual recipe must track fp32.
   r.check("master-tracks-fp32", "the fp32 master copy keeps the update and tracks fp32",
           std::abs(master.lost) <= kMasterLost && std::abs(master.loss / base - 1) <= kMasterTol,
           fmt::format("{} (need <= {}, within {})", lost_and_ratio(master, base),
@@ -372,7 +412,9 @@ void report_checks(const Result& m, lab::Report& r) {
           lost_and_ratio(sr, base) + need);
   r.check("kahan-tracks-fp32", "Kahan compensation keeps the update and tracks fp32", tracks(kahan),
           lost_and_ratio(kahan, base) + need);
-  // Catches a state that is not what the method needs (a master copy kept after all, an fp32 buffer).
+  // Catches a state that is not what the method needs: a master copy kept after all, a buffer of fp32 kept
+  // by the update code to itself, a compensation rebound to an fp32 tensor by assignment (the allocator's
+  // count after the last step).
   r.check("no-master-fewer-bytes", "stochastic rounding and Kahan keep fewer bytes than the master copy",
           sr.bytes < master.bytes && kahan.bytes < master.bytes,
           fmt::format("{:g} B and {:g} B per parameter against {:g} B", sr.bytes, kahan.bytes, master.bytes));
@@ -382,6 +424,10 @@ void report_checks(const Result& m, lab::Report& r) {
           d.worst_sigmas <= kSigmas,
           fmt::format("worst {:.2f} binomial sigmas over {} draws (need <= {:g})", d.worst_sigmas, kDraws,
                       kSigmas));
+  // Catches a rounding that draws from another generator than the one handed in (the global one, a new
+  // one): the run would not repeat from its seed, and the draws are not the lab's.
+  r.check("stochastic-uses-generator", "stochastic rounding draws from the generator the lab hands in",
+          d.generator_used, d.generator_used ? "a call advanced it" : "a call left it as it was");
   // Catches draws that repeat from call to call (a generator re-seeded each step) or no randomness at all.
   r.check("stochastic-draws-independent", "repeated stochastic adds spread as independent draws do",
           d.spread_ratio >= kSpreadMin && d.spread_ratio <= kSpreadMax,

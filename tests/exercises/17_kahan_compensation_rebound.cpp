@@ -1,0 +1,31 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 17's amp.cpp with Kahan written out and
+// the compensation assigned (compensation = ...) rather than copied into: the state's buffer is rebound to
+// the fp32 residue, 4 bytes per weight where bf16 keeps 2.
+//
+// expect-hint: kahan-state-fp32
+#include "amp.h"
+
+#include "amp/bf16_update.h"
+
+namespace lab17 {
+
+void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const torch::Tensor& update_fp32) {
+  master_fp32.add_(update_fp32);   // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
+  weight_bf16.copy_(master_fp32);  // the bf16 copy the forward pass reads, rounded to nearest
+}
+
+void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32, at::Generator& gen) {
+  const torch::Tensor sum = weight_bf16.to(torch::kFloat) + update_fp32;
+  amp::stochastic_round_(weight_bf16, sum, gen);
+}
+
+void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
+                  const torch::Tensor& update_fp32) {
+  const torch::Tensor w = weight_bf16.to(torch::kFloat);
+  const torch::Tensor y = update_fp32 + compensation_bf16.to(torch::kFloat);
+  const torch::Tensor t = (w + y).to(torch::kBFloat16);
+  compensation_bf16 = y - (t.to(torch::kFloat) - w);  // the mistake: rebound to an fp32 tensor, not copied
+  weight_bf16.copy_(t);
+}
+
+}  // namespace lab17

@@ -1,0 +1,28 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 17's amp.cpp with the master copy
+// updated in fp32 but never copied back to the bf16 weights: the model reads its starting weights forever.
+//
+// expect-hint: master-not-copied
+#include "amp.h"
+
+#include "amp/bf16_update.h"
+
+namespace lab17 {
+
+void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const torch::Tensor& update_fp32) {
+  master_fp32.add_(update_fp32);  // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
+  // the mistake: the bf16 copy the forward pass reads is never refreshed from the master
+}
+
+void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32, at::Generator& gen) {
+  // bf16(fp32(weight) + update), rounded up with probability (distance to the lower neighbour) / gap: a
+  // small update moves the weight one bf16 step now and then, and on average by exactly the update.
+  amp::stochastic_round_add_(weight_bf16, update_fp32, gen);
+}
+
+void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
+                  const torch::Tensor& update_fp32) {
+  // update + compensation is added, rounded to nearest; what the rounding lost goes back into compensation.
+  amp::kahan_add_(weight_bf16, compensation_bf16, update_fp32);
+}
+
+}  // namespace lab17

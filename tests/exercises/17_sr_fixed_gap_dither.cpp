@@ -1,0 +1,32 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 17's amp.cpp with stochastic rounding
+// as a uniform dither of a fixed width, bf16's gap 2^-7 in [1, 2), added before a round to nearest: unbiased
+// where the gap is 2^-7, biased where it is wider.
+//
+// expect-hint: sr-biased
+#include "amp.h"
+
+#include "amp/bf16_update.h"
+
+#include <cmath>
+
+namespace lab17 {
+
+void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const torch::Tensor& update_fp32) {
+  master_fp32.add_(update_fp32);   // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
+  weight_bf16.copy_(master_fp32);  // the bf16 copy the forward pass reads, rounded to nearest
+}
+
+void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32, at::Generator& gen) {
+  const torch::Tensor sum = weight_bf16.to(torch::kFloat) + update_fp32;
+  // the mistake: a dither of one fixed gap, 2^-7 (bf16's in [1, 2)), then round to nearest: right in [1, 2),
+  // a fraction of the gap in [2, 4)
+  const torch::Tensor dither = (torch::rand(sum.sizes(), gen, sum.options()) - 0.5) * std::ldexp(1.0, -7);
+  weight_bf16.copy_(sum + dither);
+}
+
+void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
+                  const torch::Tensor& update_fp32) {
+  amp::kahan_add_(weight_bf16, compensation_bf16, update_fp32);
+}
+
+}  // namespace lab17

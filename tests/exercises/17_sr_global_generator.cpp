@@ -1,0 +1,32 @@
+// A wrong solution kept by the tests (tests/test_exercises.cpp): lab 17's amp.cpp with stochastic rounding
+// by the bit trick, its random integers drawn from the global generator: `gen` is never used, so the run
+// does not repeat from the lab's seed.
+//
+// expect-hint: sr-generator-unused
+#include "amp.h"
+
+#include "amp/bf16_update.h"
+
+namespace lab17 {
+
+void master_update(torch::Tensor& weight_bf16, torch::Tensor& master_fp32, const torch::Tensor& update_fp32) {
+  master_fp32.add_(update_fp32);   // fp32 keeps an update of 1e-4 of the weight (24 significant bits)
+  weight_bf16.copy_(master_fp32);  // the bf16 copy the forward pass reads, rounded to nearest
+}
+
+void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_fp32, at::Generator& gen) {
+  const torch::Tensor sum = weight_bf16.to(torch::kFloat) + update_fp32;
+  const torch::Tensor bits = sum.view(torch::kInt32);
+  // the mistake: the global generator, not the one handed in
+  const torch::Tensor noise = torch::randint(/*low=*/0, /*high=*/1 << 16, sum.sizes(), bits.options());
+  // Clearing the low 16 bits leaves a value bf16 holds exactly, so the copy does not round again.
+  const torch::Tensor rounded = (bits + noise).bitwise_and(/*other=*/-65536);  // 0xFFFF0000
+  weight_bf16.copy_(rounded.view(torch::kFloat));
+}
+
+void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
+                  const torch::Tensor& update_fp32) {
+  amp::kahan_add_(weight_bf16, compensation_bf16, update_fp32);
+}
+
+}  // namespace lab17
