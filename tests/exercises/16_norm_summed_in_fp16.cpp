@@ -7,11 +7,22 @@
 
 #include "amp/autocast.h"
 #include "amp/clip.h"
+#include "amp/distributed.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace lab16 {
+
+// Sharded gradients: the scaler all-reduces found_inf over the group, so every rank skips a step that
+// overflowed on any rank (PyTorch's ShardedGradScaler); clip_grad_norm_sharded leaves an inf norm alone.
+amp::GradScaler make_scaler(torch::Device device, double init_scale,
+                            const c10::intrusive_ptr<c10d::Backend>& group) {
+  amp::GradScalerOptions options;
+  options.init_scale = init_scale;
+  if (group) options.found_inf_reducer = amp::found_inf_all_reduce(group);
+  return amp::GradScaler(device, options);
+}
 
 void forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
                       const torch::Tensor& y) {

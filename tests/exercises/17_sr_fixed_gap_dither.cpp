@@ -5,6 +5,12 @@
 // expect-hint: sr-biased
 #include "amp.h"
 
+#include <memory>
+#include <vector>
+
+#include <torch/optim/adamw.h>
+
+#include "amp/bf16_step.h"
 #include "amp/bf16_update.h"
 
 #include <cmath>
@@ -27,6 +33,30 @@ void stochastic_update(torch::Tensor& weight_bf16, const torch::Tensor& update_f
 void kahan_update(torch::Tensor& weight_bf16, torch::Tensor& compensation_bf16,
                   const torch::Tensor& update_fp32) {
   amp::kahan_add_(weight_bf16, compensation_bf16, update_fp32);
+}
+
+// The usual training loop with the optimizer step for bf16 weights: Bf16Step computes AdamW's update in
+// fp32 on working copies of the weights and writes the result back to bf16, rounded stochastically (from
+// its own generator, seeded here, so the run is reproducible). No fp32 weights outlive a step.
+torch::Tensor train_bf16_adamw(torch::nn::Linear& model, const torch::Tensor& x, const torch::Tensor& y,
+                               int64_t steps, double lr, uint64_t seed) {
+  amp::Bf16StepOptions options;
+  options.seed = seed;  // rounding = Stochastic, the default
+  amp::Bf16Step opt(
+      model->parameters(),
+      [lr](std::vector<torch::Tensor> fp32) {
+        return std::make_unique<torch::optim::AdamW>(fp32, torch::optim::AdamWOptions(lr));
+      },
+      options);
+  std::vector<torch::Tensor> losses;
+  for (int64_t step = 0; step < steps; ++step) {
+    opt.zero_grad();
+    torch::Tensor loss = torch::mse_loss(model->forward(x).to(torch::kFloat), y.to(torch::kFloat));
+    loss.backward();
+    opt.step();
+    losses.push_back(loss.detach());
+  }
+  return torch::stack(losses);
 }
 
 }  // namespace lab17
