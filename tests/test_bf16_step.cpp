@@ -157,7 +157,7 @@ TEST_CASE("Bf16Step is reproducible from its seed, and another seed rounds diffe
 }
 
 TEST_CASE(
-    "Bf16Step keeps updates below half a bf16 spacing, stochastically or with Kahan; nearest loses them") {
+    "Bf16Step keeps updates below half a bf16 spacing, stochastically or with Kahan, where rounding to nearest loses them") {
   // 1000 SGD steps of +1e-4 to weights of 1 (bf16's spacing there is 2^-7 = 0.0078): the exact end is 1.1.
   constexpr int64_t kWeights = 4096;
   constexpr int kUpdates = 1000;

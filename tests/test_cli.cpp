@@ -730,7 +730,7 @@ TEST_CASE("a full disk under lab 06's checkpoint ends the lab with exit 3 and on
   const auto r = lab06("TMPDIR=" + full.folder.path.string());
   CHECK(r.code == 3);
   CHECK(count(r.err, "\n") == 1);
-  CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + full.folder.path.string() + "/"));
+  CHECK(has(r.err, "lab06_amp_api: lab failed: amp::checkpoint: cannot write " + full.folder.path.string() + "/"));
   CHECK(has(r.err, ": No space left on device\n"));
   CHECK_FALSE(has(r.err, "frame #"));
   CHECK(full.folder.entries().empty());  // no checkpoint, no temporary file, no scratch folder
@@ -743,7 +743,7 @@ TEST_CASE("a file-size limit under lab 06's checkpoint also ends it with exit 3 
   const auto r = lab06("ulimit -f 16; TMPDIR=" + tmp.path.string());
   CHECK(r.code == 3);
   CHECK(count(r.err, "\n") == 1);
-  CHECK(has(r.err, "lab06_amp_api: lab failed: checkpoint: cannot write " + tmp.path.string() + "/"));
+  CHECK(has(r.err, "lab06_amp_api: lab failed: amp::checkpoint: cannot write " + tmp.path.string() + "/"));
   CHECK(has(r.err, ": File too large\n"));
   CHECK(tmp.entries().empty());
 }

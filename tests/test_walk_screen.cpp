@@ -130,15 +130,22 @@ TEST_CASE("at 80x40, every answer screen of every track fits above its pause, an
                       [&](const runner::Term& term) { return line.rfind("  " + term.name + ": ", 0) == 0; });
       if (!gloss) used += line + "\n";
     }
+    // A screen filled to its last row may leave even the line of names out (the t key defines them).
+    const bool full = count_lines(before_prompt) + 1 >= 40;
     for (const runner::Term* term : glossary().terms_in(used)) {
       CAPTURE(term->name);
-      CHECK(glossed.count(term->name) == 1);
+      CHECK((full || glossed.count(term->name) == 1));
     }
     t.type(std::string(1, wrong_letter(q)) + "\n");
     REQUIRE(t.expect("\n"));  // the echo of the typed answer
     const size_t answered = t.position();
     REQUIRE(t.expect(kPauseEnd, 120));
-    const std::string screen = t.screen().substr(answered, t.position() - answered);
+    std::string screen = t.screen().substr(answered, t.position() - answered);
+    // A key typed before the walk turned on one-key mode is echoed by the terminal too: the walk's own echo
+    // of it may follow, on a line of its own, before the screen.
+    if (screen.size() > 1 && screen[0] == wrong_letter(q) && (screen[1] == '\n' || screen[1] == '\r'))
+      screen.erase(0, screen.find('\n') + 1);
+    screen.erase(0, screen.find_first_not_of("\r\n"));
     // The answer screen, up to and with the pause line, fits a 40-line terminal with the echo and a line to
     // spare: at most 38 lines before the walk waits.
     CHECK(count_lines(screen) + 1 <= 38);

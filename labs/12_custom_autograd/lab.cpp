@@ -24,7 +24,8 @@
 // CustomBwd in RowNormFp32 is not checked: its backward (mul, div) holds no op autocast casts, so it computes
 // alike in any autocast state.
 // --flip: the guarded runs take the functions without guards (RowNormPlain, MatMulPlain below): checks
-//         cast-inputs-matches-fp64, custom-bwd-mixed-dtypes and custom-bwd-forward-state fail.
+//         cast-inputs-matches-fp64, custom-bwd-mixed-dtypes, custom-bwd-forward-state and
+//         custom-fwd-follows-autocast (MatMulPlain's backward is refused under autocast) fail.
 #include <algorithm>
 #include <cmath>
 #include <limits>

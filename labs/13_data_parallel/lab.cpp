@@ -439,7 +439,7 @@ std::string ranks_that(const std::vector<RankRun>& ranks, size_t step, bool skip
 void report_runs(const Result& m, const Outcomes& o, lab::Report& r) {
   if (m.ctx.flip) r.note("FLIP: sharded-global's scaler has no process group: found_inf is not all-reduced");
   r.section(fmt::format("{} ranks, {} SGD steps per run, batch {} per rank", m.world, m.steps, kBatch));
-  r.note(fmt::format("{}; {} (the ranks are processes of this lab)", m.backend, m.where));
+  r.note(fmt::format("{}; {}", m.backend, m.where));  // where: spawned on 127.0.0.1, or a job
   r.note(fmt::format("fp16 autocast + amp::GradScaler from 2^16, x2 after {} clean steps (PyTorch: 2000)",
                      kGrowthInterval));
   r.note(fmt::format("sharded: the parameter tensors w1 b1 w2 b2 w3 b3 in {} contiguous shards", m.world));

@@ -294,6 +294,8 @@ size_t terminal_rows() {
     return size.ws_row;
   const char* lines = std::getenv("LINES");
   const long n = lines ? std::strtol(lines, nullptr, 10) : 0;
+  // A pipe or a file with no LINES has no screen to fit: nothing is left out to make room.
+  if (!lines && !::isatty(STDOUT_FILENO)) return kUnlimitedRows;
   return n >= 10 && n <= 1000 ? static_cast<size_t>(n) : 40;
 }
 

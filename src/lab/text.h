@@ -65,7 +65,8 @@ size_t terminal_width();
 // number is ignored.
 size_t terminal_width(size_t tty_columns, const char* columns_env);
 // The screen's rows: a terminal's (TIOCGWINSZ on stdout), else LINES when it is a number in [10, 1000],
-// else 40.
+// else, for output to a pipe or a file with no LINES, kUnlimitedRows (no screen to fit), else 40.
+inline constexpr size_t kUnlimitedRows = 100000;
 size_t terminal_rows();
 
 // Colour on a terminal unless NO_COLOR is set, TERM is dumb, or the caller turned it off.
