@@ -58,7 +58,7 @@ TEST_CASE("the guarded forward makes no inf, and its scores are fp32's rounding 
   CHECK(r.value("scores_fp32_nonfinite") == 0);
 }
 
-TEST_CASE("both fixes make nearly all of fp32's loss reduction; the output stays 16-bit in both runs") {
+TEST_CASE("both fixes make nearly all of fp32's loss reduction, and the output stays 16-bit in both runs") {
   const lab::Report r = run_quick(/*flip=*/false);
   CHECK(r.value("skipped_guarded") >= 1);  // the scale settles from 2^16: the backward overflows at first
   CHECK(r.value("gain_share_guarded") >= 0.8);

@@ -200,7 +200,7 @@ TEST_CASE(
             0) == 0);
 }
 
-TEST_CASE("a hint's steps come one at a time, principle, API, code, each recorded; then none") {
+TEST_CASE("a hint's steps come one at a time, principle, API, code, each recorded, then none") {
   const auto& e = the_exercise();
   const auto stepped =
       std::find_if(e.hints.begin(), e.hints.end(), [](const auto& h) { return runner::hint_steps(h) == 3; });
