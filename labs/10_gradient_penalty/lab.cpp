@@ -15,7 +15,8 @@
 //       (fp16: the type a GradScaler exists for; the lab refuses --dtype)
 // --flip: the fp16 run steps with penalty_step_scaled_grads (below), amp.cpp's step without the multiply by
 //         1/scale: the penalty comes from the scaled gradients. Checks penalty-matches-fp64,
-//         penalty-gradients-match-fp64, training-matches-fp32 and small-gradients-penalty fail.
+//         penalty-gradients-match-fp64, training-matches-fp32, small-gradients-penalty and
+//         overflow-step-skipped (its fp16 training no longer ends near fp32's loss) fail.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -495,7 +496,9 @@ void add_checks(const Result& m, lab::Report& r) {
   // returned flag that is not what the step did (here, or in any training step). A skip is one only where the
   // other steps train: a penalty_step that never steps fails too.
   const int flags_wrong = f16.flags_wrong + mine32.flags_wrong + (m.overflow_stepped != m.overflow_moved);
-  const bool f16_trained = f16.final_loss < f16.first.loss;
+  // Trained: within 25% of fp32's final loss (a correct step: 1.0000x at seeds 0-2, quick; a step that never
+  // steps 1.54-1.57x, where its last batch's loss can still be below its first).
+  const bool f16_trained = f16.final_loss <= 1.25 * f32.final_loss;
   r.check("overflow-step-skipped",
           fmt::format("at a scale of {} fp16's gradients overflow and the step is skipped, while the other "
                       "steps train; every returned flag says what the step did",
