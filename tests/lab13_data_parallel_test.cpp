@@ -434,7 +434,9 @@ void wait_for_store(int port) {
     close(fd);
     if (!listening) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Then a moment for the ranks to meet and start training: well inside the 60 steps' run, which ends about
+  // a second after the store listens here (2-core AMD EPYC, family 25 model 17).
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
 
 // The environment of rank `rank` of a job of `world` ranks at 127.0.0.1:port.
@@ -492,7 +494,7 @@ TEST_CASE("in job mode, rank 0 stopped mid-run is named by rank 1 within a few r
   const int port = free_port();
   Child rank0({kLab, "--device", "cpu"}, job_rank(0, 2, port));
   Child rank1({kLab, "--device", "cpu"}, job_rank(1, 2, port));
-  // Once rank 0's store listens and the ranks had a second to start training, rank 0 (and its store) stops.
+  // Once rank 0's store listens and the ranks had a moment to start training, rank 0 (and its store) stops.
   wait_for_store(port);
   REQUIRE(kill(rank0.pid(), SIGSTOP) == 0);
   const auto t = Clock::now();

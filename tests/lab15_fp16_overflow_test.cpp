@@ -67,7 +67,8 @@ TEST_CASE("both fixes make nearly all of fp32's loss reduction, and the output s
   const lab::Check* c = r.find_check("rest-in-16-bit");
   REQUIRE(c != nullptr);
   CHECK(c->evidence ==
-        "v: fp16 in the fp16 run, bf16 in the bf16 run; y: fp16 in the fp16 run, bf16 in the bf16 run");
+        "guarded scores fp32; v: fp16 in the fp16 run, bf16 in the bf16 run; y: fp16 in the fp16 run, bf16 "
+        "in the bf16 run");
 }
 
 }  // namespace lab15_fp16_overflow_test

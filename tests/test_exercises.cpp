@@ -175,7 +175,8 @@ TEST_CASE("the lab's own runs named for the exercise are checks of its lab, show
     CHECK(marked_pass(lines, c.key) == c.learner);
   }
   const std::string done =
-      fmt::format("exercise {} done: all {} checks hold for your code", e.id, v.judged());
+      fmt::format("exercise {} done: all {} check{} hold for your code", e.id, v.judged(),
+                  v.judged() == 1 ? "" : "s");
   CHECK(std::any_of(lines.begin(), lines.end(), [&](const auto& l) { return l.rfind(done, 0) == 0; }));
 }
 
