@@ -606,10 +606,11 @@ RunsSummary summarize(const Result& m) {
   return s;
 }
 
-void report_checks(const Result& m, lab::Report& r) {
+// The checks of the training runs themselves: each trains, in its own precision, to the lab's fp32 loss,
+// and fp16 skips exactly the steps that overflowed.
+void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
-  const RunsSummary s = summarize(m);
   const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe] = s;
   r.check("every-precision-trains",
           fmt::format("every precision trains: final loss below {}x the initial", kTrained),
@@ -642,6 +643,12 @@ void report_checks(const Result& m, lab::Report& r) {
           overflowed > 0 && mismatch.empty(),
           fmt::format("{} overflowed (the lab's own backward), {} left the weights still; {}", overflowed,
                       fp16.skipped, mismatch.empty() ? "the same steps" : mismatch));
+}
+
+// The checks of what the step does besides training: keeps tiny gradients, clips before the optimizer,
+// resumes bit for bit.
+void report_step_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
+  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe] = s;
   // One step on gradients below fp16's range: fails on a scaler never enabled or never used (the loss not
   // scaled), and on bf16 computed in fp16; the lab's own unscaled fp16 step must lose them, or the batch
   // proves nothing.
@@ -665,7 +672,8 @@ void report_checks(const Result& m, lab::Report& r) {
       fmt::format("every optimizer step received gradients clipped to norm {:g}, in every precision, where "
                   "the lab's own step clipped on {}-{} of its steps",
                   kClipNorm, lab::percent(kBindsMin, 0), lab::percent(kBindsMax, 0)),
-      c.applied > 0 && c.applied <= 1 + kNormTol && c.binds >= kBindsMin && c.binds <= kBindsMax && c.largest >= kBindsBy,
+      c.applied > 0 && c.applied <= 1 + kNormTol && c.binds >= kBindsMin && c.binds <= kBindsMax &&
+          c.largest >= kBindsBy,
       fmt::format("largest norm an optimizer step received: {:.4f}x the clip (need <= {}); the lab's step "
                   "clipped on {} of its steps, by up to {:.2f}x (need {}-{}, {:g}x)",
                   c.applied, 1 + kNormTol, lab::percent(c.binds, 0), c.largest, lab::percent(kBindsMin, 0),
@@ -674,6 +682,12 @@ void report_checks(const Result& m, lab::Report& r) {
           "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in "
           "every precision",
           identical == static_cast<int>(m.runs.size()), per_run);
+}
+
+void report_checks(const Result& m, lab::Report& r) {
+  const RunsSummary s = summarize(m);
+  report_training_checks(m, s, r);
+  report_step_checks(m, s, r);
 }
 
 void report(const Result& m, lab::Report& r) {

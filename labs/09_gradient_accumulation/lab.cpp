@@ -361,7 +361,8 @@ void report_training(const Result& m, lab::Report& r) {
   r.observe("applied_batches", "batches applied", m.applied);
 }
 
-void add_checks(const Result& m, lab::Report& r) {
+// The checks of the one compared batch: each loop's update against the whole batch's.
+void add_batch_checks(const Result& m, lab::Report& r) {
   const Compared &acc = m.loops[0], &each = m.loops[1];
   r.check(
       "accumulated-equals-whole-fp32",
@@ -388,6 +389,10 @@ void add_checks(const Result& m, lab::Report& r) {
                   "and within {}); {} scale changes (shown)",
                   each.steps, lab::sci(each.vs_whole[0]), lab::sci(each.vs_whole[1]), both,
                   lab::sci(kMovedFactor * kFp32Tol, 1), lab::percent(kSameInBoth, 0), each.scale_changes));
+}
+
+// The checks of the training run, whose scale moved between batches: the steps applied and skipped.
+void add_training_checks(const Result& m, lab::Report& r) {
   // Fails on a step that bypasses the scaler's skip (the overflowed batches' inf/NaN applied: non-finite
   // updates, worst NaN), on .grad never zeroed (an inf kept from a skipped batch skips every later one: none
   // applied), and on updates that are not the whole batch's. NaN fails: `<=` is false for it.
@@ -423,6 +428,11 @@ void add_checks(const Result& m, lab::Report& r) {
           m.flags_wrong == 0 && m.applied > 0,
           fmt::format("{} of {} calls returned a flag the weights contradict; {} batches applied",
                       m.flags_wrong, 2 + m.batches, m.applied));
+}
+
+void add_checks(const Result& m, lab::Report& r) {
+  add_batch_checks(m, r);
+  add_training_checks(m, r);
 }
 
 void report_details(const Result& m, lab::Report& r) {

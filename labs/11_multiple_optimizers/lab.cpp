@@ -464,9 +464,9 @@ void report_other_loops(const Result& m, lab::Report& r) {
          " (as Python's GradScaler does; an unscale_ or a step in between is all it asks)");
 }
 
-void add_checks(const Result& m, lab::Report& r) {
-  const Summary s = summarize(m.main, m.inject_at), each = summarize(m.update_each, m.inject_at),
-                per = summarize(m.per_scaler, m.inject_at);
+// The checks of what backward() and step_recipe leave: the forward's dtype, the returned flags, each loss's
+// scaled gradients (s: the recipe's loop, per: the loop with a scaler each).
+void add_backward_checks(const Result& m, const Summary& s, const Summary& per, lab::Report& r) {
   // Catches a forward outside autocast (fp32's 23 bits) or under autocast to another dtype (bf16's 7): the
   // checks below compare with fp32 within 2%, which either passes. Read from the gradients themselves: 10
   // bits at seeds 0-49 (default and quick) on a 2-core AMD EPYC (family 25 model 17); an fp32 value that
@@ -504,6 +504,11 @@ void add_checks(const Result& m, lab::Report& r) {
                   s.backward_off, lab::sci(s.worst_backward), per.backward_off, lab::sci(per.worst_backward),
                   m.per_scaler.error.empty() ? "" : "; raised: " + m.per_scaler.error,
                   lab::percent(kGradTol, 0)));
+}
+
+// The checks of the steps: an inf skips its own optimizer, update() between the steps mis-unscales, and the
+// applied gradients are fp32's (s: the recipe's loop, each: the loop with update() after each step).
+void add_step_checks(const Result& m, const Summary& s, const Summary& each, lab::Report& r) {
   // Catches an optimizer stepped directly (it applies the inf, or scaled gradients) and an inf that skips
   // both optimizers: an inf in each model, each must skip its own optimizer alone, and back the one scale
   // off by half.
@@ -531,6 +536,13 @@ void add_checks(const Result& m, lab::Report& r) {
           s.worst[0] <= kGradTol && s.worst[1] <= kGradTol,
           fmt::format("worst relative error {} (model 0), {} (model 1); need <= {}", lab::sci(s.worst[0]),
                       lab::sci(s.worst[1]), lab::percent(kGradTol, 0)));
+}
+
+void add_checks(const Result& m, lab::Report& r) {
+  const Summary s = summarize(m.main, m.inject_at), each = summarize(m.update_each, m.inject_at),
+                per = summarize(m.per_scaler, m.inject_at);
+  add_backward_checks(m, s, per, r);
+  add_step_checks(m, s, each, r);
 }
 
 void report(const Result& m, lab::Report& r) {

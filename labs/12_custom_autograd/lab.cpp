@@ -167,10 +167,8 @@ torch::Tensor mixed_mm(const torch::Tensor& h, const torch::Tensor& leaf) {
   return MatMul::apply(h.narrow(/*dim=*/1, 0, kIn) * (1.0 / kActStd), leaf.narrow(/*dim=*/1, 0, kIn));
 }
 
-Result measure(const lab::Context& ctx) {
-  Result r{.ctx = ctx, .rows = ctx.size(256, 1024, 32)};
-  const auto x = torch::randn({r.rows, kIn}, torch::device(ctx.device));
-  const auto w = torch::randn({kIn, kWidth}, torch::device(ctx.device)) * (kActStd / std::sqrt(double(kIn)));
+// The runs the report shows: the data's range, and each function on h = x @ w with and without autocast.
+void measure_shown_runs(const lab::Context& ctx, const torch::Tensor& x, const torch::Tensor& w, Result& r) {
   const auto h64 = x.to(torch::kDouble).mm(w.to(torch::kDouble));
   r.h_max = h64.abs().max().item<double>();
   r.over_clip_share = (h64.abs() > kClip).to(torch::kDouble).mean().item<double>();
@@ -200,7 +198,10 @@ Result measure(const lab::Context& ctx) {
   r.mm_ref = run_through(mixed_mm<MatMulPlain>, x.to(torch::kDouble), w.to(torch::kDouble), false);
   r.mm_plain = run_through(mixed_mm<MatMulPlain>, x, w, true);
   r.mm_guarded = run_through(mm_guarded, x, w, true);
+}
 
+void measure_checked_runs(const lab::Context& ctx, const torch::Tensor& x, const torch::Tensor& w,
+                          Result& r) {
   // The checks' runs and their references, in float64 and closed form, from the very inputs the function got.
   torch::Tensor h16;
   {
@@ -230,6 +231,14 @@ Result measure(const lab::Context& ctx) {
     const auto hb = h_bf16.to(torch::kDouble), nb = hb.pow(2).sum(/*dim=*/1).sqrt();
     r.leaf_norm_bf16_ref = {.value = nb, .grad = hb / nb.unsqueeze(1)};
   }
+}
+
+Result measure(const lab::Context& ctx) {
+  Result r{.ctx = ctx, .rows = ctx.size(256, 1024, 32)};
+  const auto x = torch::randn({r.rows, kIn}, torch::device(ctx.device));
+  const auto w = torch::randn({kIn, kWidth}, torch::device(ctx.device)) * (kActStd / std::sqrt(double(kIn)));
+  measure_shown_runs(ctx, x, w, r);
+  measure_checked_runs(ctx, x, w, r);
   return r;
 }
 
@@ -332,20 +341,8 @@ void report_guarded(const Result& m, lab::Report& r) {
             "", ran(m.mm_state) ? lab::sci(st_err) : "refused");
 }
 
-void report(const Result& m, lab::Report& r) {
-  r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
-  r.note("fp16, the 16-bit type with the narrow range (the lab refuses --dtype)");
-  if (m.ctx.flip) r.note("FLIP: the guarded functions lose their guards (no CustomFwd, no CustomBwd)");
-  report_norms(m, r);
-  report_mixed(m, r);
-  report_guarded(m, r);
-  r.takeaway(
-      "A custom function that needs fp32 gets CustomFwd(cast_inputs=fp32) (in Python "
-      "torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)): its inputs are cast and "
-      "autocast is off inside. One that should follow autocast gets "
-      "CustomFwd and CustomBwd: backward then runs under the forward's autocast state, and its ops see the "
-      "dtypes they expect.");
-  // Shown, not checked: the data are made to overflow fp16 (see plain_non_finite and row_sumsq_min).
+// The check of RowNormFp32, the function that needs fp32.
+void report_norm_check(const Result& m, lab::Report& r) {
   // Catches no cast_inputs, the cast's result unused, and a cast_inputs other than fp32 (fp16 overflows;
   // bf16 is finite but ~2e-3 off; float64 comes back float64): RowNormFp32 on an fp16 leaf h against the
   // float64 closed form on that same h. The gradient goes back to h in fp16, hence kTol.
@@ -373,6 +370,10 @@ void report(const Result& m, lab::Report& r) {
                   "same fp16 input (and bf16 input), and their gradients within {}",
                   lab::sci(kFp32Tol, 1), lab::sci(kTol, 1)),
       norms_ok, norms);
+}
+
+// The checks of MatMulAutocast, the function that follows autocast: its backward and its output's dtype.
+void report_matmul_checks(const Result& m, lab::Report& r) {
   // Catches a MatMulAutocast backward without CustomBwd: outside autocast its mm calls meet fp16 and fp32.
   const double mm_err = grad_error(m.mm_guarded, m.mm_ref);
   r.check("custom-bwd-mixed-dtypes",
@@ -396,15 +397,34 @@ void report(const Result& m, lab::Report& r) {
   // must be bf16 (it was at seeds 0-49 on a 2-core AMD EPYC, family 25 model 17). Its backward must follow
   // too (run, not refused), or an unguarded function, which follows autocast in forward only, would hold it.
   const auto mm_dtype = m.mm_guarded.value.scalar_type(), off_dtype = m.mm_state.value.scalar_type();
-  r.check("custom-fwd-follows-autocast",
-          fmt::format("MatMulAutocast follows autocast: fp16 output under fp16 autocast, {}fp32 outside it, "
-                      "and its backward runs under the same state",
-                      m.bf16 ? "bf16 under bf16 autocast, " : ""),
-          mm_dtype == torch::kHalf && off_dtype == torch::kFloat &&
-              (!m.bf16 || m.mm_bf16_dtype == torch::kBFloat16) && ran(m.mm_guarded),
-          fmt::format("output {} under fp16 autocast, {}{} outside; backward {}", lab::short_name(mm_dtype),
-                      m.bf16 ? lab::short_name(m.mm_bf16_dtype) + " under bf16 autocast, " : "",
-                      lab::short_name(off_dtype), ran(m.mm_guarded) ? "ran" : "refused: " + m.mm_guarded.error));
+  r.check(
+      "custom-fwd-follows-autocast",
+      fmt::format("MatMulAutocast follows autocast: fp16 output under fp16 autocast, {}fp32 outside it, "
+                  "and its backward runs under the same state",
+                  m.bf16 ? "bf16 under bf16 autocast, " : ""),
+      mm_dtype == torch::kHalf && off_dtype == torch::kFloat &&
+          (!m.bf16 || m.mm_bf16_dtype == torch::kBFloat16) && ran(m.mm_guarded),
+      fmt::format("output {} under fp16 autocast, {}{} outside; backward {}", lab::short_name(mm_dtype),
+                  m.bf16 ? lab::short_name(m.mm_bf16_dtype) + " under bf16 autocast, " : "",
+                  lab::short_name(off_dtype), ran(m.mm_guarded) ? "ran" : "refused: " + m.mm_guarded.error));
+}
+
+void report(const Result& m, lab::Report& r) {
+  r.dtypes("fp16", "fp32 weights, fp16 autocast, float64 reference");
+  r.note("fp16, the 16-bit type with the narrow range (the lab refuses --dtype)");
+  if (m.ctx.flip) r.note("FLIP: the guarded functions lose their guards (no CustomFwd, no CustomBwd)");
+  report_norms(m, r);
+  report_mixed(m, r);
+  report_guarded(m, r);
+  r.takeaway(
+      "A custom function that needs fp32 gets CustomFwd(cast_inputs=fp32) (in Python "
+      "torch.amp.custom_fwd(device_type=\"cuda\", cast_inputs=torch.float32)): its inputs are cast and "
+      "autocast is off inside. One that should follow autocast gets "
+      "CustomFwd and CustomBwd: backward then runs under the forward's autocast state, and its ops see the "
+      "dtypes they expect.");
+  // Shown, not checked: the data are made to overflow fp16 (see plain_non_finite and row_sumsq_min).
+  report_norm_check(m, r);
+  report_matmul_checks(m, r);
 }
 
 }  // namespace

@@ -311,7 +311,8 @@ void report_fixes(const Result& m, lab::Report& r) {
             m.scores_dtype == "fp32" ? static_cast<double>(m.scores_nonfinite) : 0.0);
 }
 
-void report_checks(const Result& m, lab::Report& r) {
+// The checks of the diagnosis: the scale collapses, and the op that overflows is the scores matmul.
+void report_diagnosis_checks(const Result& m, lab::Report& r) {
   const double halved = amp::GradScalerOptions{}.init_scale * std::ldexp(1.0, -static_cast<int>(m.steps));
   r.check(
       "scale-collapses",
@@ -331,6 +332,10 @@ void report_checks(const Result& m, lab::Report& r) {
           m.verify.fp16_nonfinite && m.verify.max_abs > kFp16Max,
           fmt::format("fp16 {}; largest |value| {:.0f} (fp16's max {:.0f})",
                       m.verify.fp16_nonfinite ? "not finite" : "finite", m.verify.max_abs, kFp16Max));
+}
+
+// The checks of the fixes: the guarded scores in fp32 and bf16 both train, the rest staying in 16 bits.
+void report_fix_checks(const Result& m, lab::Report& r) {
   // Catches a guard that leaves the matmul in 16 bits (no cast, autocast still on, bf16) or casts back.
   r.check("guarded-scores-fp32", "the guarded scores are fp32 and match float64 (same q and k)",
           m.scores_dtype == "fp32" && m.scores_error <= kScoresTolerance,
@@ -363,15 +368,21 @@ void report_checks(const Result& m, lab::Report& r) {
   // autocast-off region runs past the scores (the values' matmul and the read-out in fp32): v and the
   // output y, in both runs; and a guard that moves nothing to fp32, which is no narrow guard: the scores
   // must be fp32.
-  const bool rest16 = m.scores_dtype == "fp32" && m.v_dtype_fp16 == "fp16" && m.y_dtype_fp16 == "fp16" && m.v_dtype_bf16 == "bf16" &&
-                      m.y_dtype_bf16 == "bf16";
-  r.check("rest-in-16-bit",
-          "the guard moves the scores alone to fp32: with it (or with bf16) the other matmuls still run in the "
-          "16-bit type asked for",
-          rest16,
-          fmt::format("guarded scores {}; v: {} in the fp16 run, {} in the bf16 run; y: {} in the fp16 run, {} "
-                      "in the bf16 run",
-                      m.scores_dtype, m.v_dtype_fp16, m.v_dtype_bf16, m.y_dtype_fp16, m.y_dtype_bf16));
+  const bool rest16 = m.scores_dtype == "fp32" && m.v_dtype_fp16 == "fp16" && m.y_dtype_fp16 == "fp16" &&
+                      m.v_dtype_bf16 == "bf16" && m.y_dtype_bf16 == "bf16";
+  r.check(
+      "rest-in-16-bit",
+      "the guard moves the scores alone to fp32: with it (or with bf16) the other matmuls still run in the "
+      "16-bit type asked for",
+      rest16,
+      fmt::format("guarded scores {}; v: {} in the fp16 run, {} in the bf16 run; y: {} in the fp16 run, {} "
+                  "in the bf16 run",
+                  m.scores_dtype, m.v_dtype_fp16, m.v_dtype_bf16, m.y_dtype_fp16, m.y_dtype_bf16));
+}
+
+void report_checks(const Result& m, lab::Report& r) {
+  report_diagnosis_checks(m, r);
+  report_fix_checks(m, r);
   r.takeaway(
       "a loss scale multiplies gradients: it cannot bring back a forward value past fp16's 65504. Find the "
       "op "

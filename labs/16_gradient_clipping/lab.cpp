@@ -523,8 +523,8 @@ void report_where(const Result& m, lab::Report& r) {
                      m.reference.factors[0]));
 }
 
-void report_numbers(const Result& m, const Derived& d, lab::Report& r) {
-  r.detail_section("The runs in numbers");
+// The numbers of the reference and the one-process runs (after and before unscale_).
+void report_reference_numbers(const Result& m, const Derived& d, lab::Report& r) {
   r.observe("world", "ranks", m.world);
   r.observe("scale", "the loss scale", kInitScale, "", pow2(kInitScale));
   r.observe("max_norm", "the clip's max_norm (even steps)", kMaxNorm);
@@ -550,6 +550,10 @@ void report_numbers(const Result& m, const Derived& d, lab::Report& r) {
   const double off = m.clip_first.factors[0] / double(m.reference.factors[0]) * kInitScale;
   r.observe("clip_first_factor_x_scale", "before-unscale: step 0's factor x the scale / the reference's", off,
             "", fmt::format("{:.4f}", off));
+}
+
+// The numbers of the sharded runs: clipped by the global norm (sharded-total) and by each shard's own.
+void report_sharded_numbers(const Result& m, const Derived& d, lab::Report& r) {
   r.observe("global_update_diff", "sharded-total: update vs reference", d.global.diff, "",
             lab::sci(d.global.diff));
   r.observe("global_update_ratio", "sharded-total: update size / reference's", d.global.ratio, "",
@@ -585,13 +589,21 @@ void report_numbers(const Result& m, const Derived& d, lab::Report& r) {
             d.own.update_ratio, "x", fmt::format("{:.3f}", d.own.update_ratio));
   r.observe("inf_step_moved_ranks", "sharded-total: ranks whose shard moved on the inf step",
             static_cast<double>(d.inf_moved_ranks));
+}
+
+void report_numbers(const Result& m, const Derived& d, lab::Report& r) {
+  r.detail_section("The runs in numbers");
+  report_reference_numbers(m, d, r);
+  report_sharded_numbers(m, d, r);
   r.takeaway(
       "clip after unscale_ (the bound is on the true gradients), and with sharded gradients by one factor "
       "from "
       "the global norm: sqrt of the all-reduced sum of squared shard norms, as an unsharded run computes it");
 }
 
-void report_checks(const Result& m, const Derived& d, lab::Report& r) {
+// The checks of the sharded runs: the global clip matches the reference, the shard's own does not, and the
+// inf skips every rank.
+void report_sharded_checks(const Result& m, const Derived& d, lab::Report& r) {
   // Catches a clip by the shard's own norm (no group), a clip before unscale_ or after the step, a bound on
   // the squared norm, a factor without min(1, ...) (it scales the odd steps' gradients up), a norm summed in
   // fp16 (inf: the factor zeroes the gradients): each changes the clip factor of some step, or the update,
@@ -640,6 +652,10 @@ void report_checks(const Result& m, const Derived& d, lab::Report& r) {
           d.inf_moved_ranks == 0 && d.clean_kept_ranks == 0,
           fmt::format("{} of {} ranks moved on the inf step; {} rank-steps kept on clean steps",
                       d.inf_moved_ranks, m.world, d.clean_kept_ranks));
+}
+
+// The checks of the one-process run and of the reference the others are held to.
+void report_reference_checks(const Derived& d, lab::Report& r) {
   // Catches amp.cpp's step going wrong with no group: the one-process case.
   r.check("whole-clip-matches-reference",
           "one process, clip after unscale_: the update and the norm are the reference's, to fp16 rounding",
@@ -659,6 +675,11 @@ void report_checks(const Result& m, const Derived& d, lab::Report& r) {
                       "sums of squares at least {} (need > {:.0f})",
                       d.premise.bound_factor_max, kBindsBelow, d.premise.loose_factor_min,
                       lab::sci(d.premise.sum_squares_min), kFp16Max));
+}
+
+void report_checks(const Result& m, const Derived& d, lab::Report& r) {
+  report_sharded_checks(m, d, r);
+  report_reference_checks(d, r);
 }
 
 void report(const Result& m, lab::Report& r) {
