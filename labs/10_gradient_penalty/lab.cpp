@@ -457,6 +457,8 @@ void report_tiny(const Result& m, lab::Report& r) {
             finite_or_minus1(m.tiny_grad_err), "", m.tiny_stepped ? lab::sci(m.tiny_grad_err) : "skipped");
 }
 
+constexpr double kTrainedFactor = 0.9;  // fp16 training's final loss at most this share of step 0's
+
 void add_checks(const Result& m, lab::Report& r) {
   const Run &f32 = m.runs[1], &f16 = m.runs[2], &mine32 = m.runs[3];
   const Step0 s0 = step0_of(m);
@@ -495,7 +497,9 @@ void add_checks(const Result& m, lab::Report& r) {
   // returned flag that is not what the step did (here, or in any training step). A skip is one only where the
   // other steps train: a penalty_step that never steps fails too.
   const int flags_wrong = f16.flags_wrong + mine32.flags_wrong + (m.overflow_stepped != m.overflow_moved);
-  const bool f16_trained = f16.final_loss < f16.first.loss;
+  // Lowered by a tenth at least: the lab's loss of unmoved weights and the step's own fp16 loss differ by
+  // rounding only (fp32 training goes from 3.2e1 to 2.1e1 here).
+  const bool f16_trained = f16.final_loss <= kTrainedFactor * f16.first.loss;
   r.check("overflow-step-skipped",
           fmt::format("at a scale of {} fp16's gradients overflow and the step is skipped, while the other "
                       "steps train; every returned flag says what the step did",

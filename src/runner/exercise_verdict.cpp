@@ -82,8 +82,9 @@ void print_checks(std::ostream& out, const ExerciseInfo& e, const Verdict& v, bo
 
 std::string verdict_line(const ExerciseInfo& e, const Verdict& v) {
   const std::string timing = fmt::format("built in {:.1f} s, checked in {:.1f} s", v.build_s, v.run_s);
+  const auto checks = [](int n) { return fmt::format("{} check{}", n, n == 1 ? "" : "s"); };
   if (v.kind == Verdict::Passed)
-    return fmt::format("exercise {} done: all {} checks hold for your code ({})", e.id, v.judged(), timing);
+    return fmt::format("exercise {} done: all {} hold for your code ({})", e.id, checks(v.judged()), timing);
   if (v.kind == Verdict::LabError)
     return fmt::format("not yet: the lab could not finish with your code ({})", timing);
   const auto lab_failed = v.lab_runs_failed();
