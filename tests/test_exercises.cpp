@@ -195,13 +195,11 @@ TEST_CASE(
   REQUIRE(v.kind == runner::Verdict::Failed);
   CHECK(v.held() == v.judged());
   REQUIRE(v.lab_runs_failed().size() == 1);
-  CHECK(runner::verdict_line(e, v).rfind(
-            fmt::format("not yet: your code: all {} check", v.judged()), 0) == 0);
-  CHECK(runner::verdict_line(e, v).find(fmt::format("hold, but the lab's own {} did not", e.lab_runs.front())) !=
-        std::string::npos);
-  CHECK(runner::verdict_line(e, v).rfind(
-            "not yet: ",
-            0) == 0);
+  CHECK(runner::verdict_line(e, v).rfind(fmt::format("not yet: your code: all {} check", v.judged()), 0) ==
+        0);
+  CHECK(runner::verdict_line(e, v).find(
+            fmt::format("hold, but the lab's own {} did not", e.lab_runs.front())) != std::string::npos);
+  CHECK(runner::verdict_line(e, v).rfind("not yet: ", 0) == 0);
 }
 
 TEST_CASE("a hint's steps come one at a time, principle, API, code, each recorded, then none") {
