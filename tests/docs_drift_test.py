@@ -16,6 +16,7 @@ what they name exists in the code:
               titled for "each lab" names every lab of labs/catalog.cpp
   --dtype     a sentence about --dtype that names labs names the labs that take it (labs/catalog.cpp's
               dtype_choice), or says the ones it names refuse it
+  claims      a paragraph making one of the claims in CLAIMS below says the condition it holds under
   machines    a text that names an AMD EPYC names its family (lscpu), or says it was not recorded: several
               generations stand behind this project's figures, and a figure is only as good as the
               processor named beside it
@@ -405,6 +406,58 @@ def check_lists(root, docs, found, code):
                         found.add(doc, f"section \"{title}\" leaves out lab {number:02d} {lab_id}")
 
 
+# Claims of meaning: a sentence whose truth rests on a condition of the code or of a cited source, and which
+# was written once without it. Each entry: where it is looked for, what makes a paragraph such a claim, what
+# the paragraph must then also say, and why. Each catches a sentence that was once in these docs.
+CLAIMS = (
+    # src/amp/clip.cpp leaves the gradients untouched for an inf or NaN norm, where clip_grad_norm_ scales
+    # them by 0: the two agree for a finite norm only.
+    ("src/amp/README.md", r"no\s+group", r"clip_grad_norm_`", r"\bfinite\b",
+     "says clip_grad_norm_sharded with no group is clip_grad_norm_ without \"for a finite norm\" (an inf norm "
+     "differs: src/amp/clip.cpp)"),
+    # A stochastic-rounding update makes fp32 and int32 temporaries: the bytes a weight costs are those kept
+    # between steps (lab 17 counts them after the last step), not the memory of an update.
+    ("", r"[Ss]tochastic", r"\bat \d+(?:\.\d+)? B\b|\b\d+(?:\.\d+)? B (?:per|a) (?:weight|parameter)|\bbytes per (?:weight|parameter)\b",
+     r"after the last step|between steps|during (?:a |the )?step|\bkept\b|during step\(\)",
+     "gives stochastic rounding's bytes per weight without saying they are those kept between steps (an "
+     "update makes fp32 and int32 temporaries)"),
+    # The H200 record: only PyTorch's version is known; the driver, clocks and host were not recorded.
+    ("BENCHMARKS.md", r"### The H200 run", r"", r"were not recorded",
+     "gives the H200 run without saying what of its set-up was not recorded (driver, clocks, host)"),
+    # Lab executables link lab_NN_amp, amp.cpp compiled at the labs' profile (cmake/AmpLabTargets.cmake); a
+    # learner's -O0 unit is built only for a check.
+    ("", r"linked from[^.]*-O0|-O0[^.]*units?\)?[^.]*link(?:ed|s) the lab", r"", None,
+     "says a lab's executable is linked from -O0 exercise units; it links amp.cpp at the labs' profile "
+     "(cmake/AmpLabTargets.cmake)"),
+    # Lab 14's toy outcome of delayed against current scaling stands beside a practice that went the other
+    # way (torchao removed delayed scaling): a text reporting the outcome cites that practice.
+    ("quiz.yaml labs/README.md README.md", r"\bdelayed\b[^|]*\bloss|\bloss[^|]*\bdelayed\b", r"\bcurrent\b[^.]*\bdelayed\b|\bdelayed\b[^.]*\bcurrent\b",
+     r"pytorch/ao #1680|pytorch/ao #1753|pytorch/ao#1680",
+     "compares delayed and current FP8 scaling without the practice (torchao removed delayed scaling: "
+     "pytorch/ao #1680, #1753)"),
+)
+
+
+def check_claims(doc, text, found):
+    for where, first, second, needs, why in CLAIMS:
+        if where and doc not in where.split():
+            continue
+        if where == "BENCHMARKS.md" and first.startswith("###"):
+            for title, body in sections(text):
+                if re.match(first.lstrip("# "), title) and not re.search(needs, body):
+                    found.add(doc, f"section \"{title}\" {why}")
+            continue
+        for start, para in paragraphs(text, yaml=doc.endswith(".yaml")):
+            # A claim and its condition are one sentence (or one clause between semicolons).
+            for sentence in re.split(r"(?<=[.;])\s+", re.sub(r"\s+", " ", para)):
+                if not re.search(first, sentence) or (second and not re.search(second, sentence)):
+                    continue
+                # The practice beside lab 14's outcome is a sentence of its own: looked for in the paragraph.
+                context = re.sub(r"\s+", " ", para) if "delayed" in first else sentence
+                if needs is None or not re.search(needs, context):
+                    found.add(f"{doc}:{start}", why)
+
+
 def main(root):
     root = os.path.abspath(root)
     code = Code(root)
@@ -439,6 +492,7 @@ def main(root):
         check_external(doc, text, found)
         check_dtype(doc, text, found, code)
         check_machines(doc, text, found)
+        check_claims(doc, text, found)
         check_sections(root, doc, text, found, titles_of)
     # Code comments point at sections of the docs too ("BENCHMARKS.md, \"Cold build\"").
     for path, text in code.files.items():
