@@ -232,15 +232,17 @@ TEST_CASE("an exercise entry amp-lab does not write is set aside with one warnin
   const runner::Progress p = store.load();
   CHECK(p.exercises.size() == 1);
   CHECK(p.exercises["02"]["checks_run"] == 2);
-  CHECK(p.set_aside.size() == 6);
-  REQUIRE(w.lines.size() == 6);  // one per entry, each naming what is wrong with it
-  CHECK(w.lines[0].find("the entry of exercise '06' (status is not \"started\" or \"done\")") !=
+  REQUIRE(p.set_aside.size() == 6);  // each naming what is wrong with it
+  CHECK(p.set_aside[0] == "the entry of exercise '06' (status is not \"started\" or \"done\")");
+  CHECK(p.set_aside[1].find("checks_run is not a count") != std::string::npos);
+  CHECK(p.set_aside[2].find("not an object") != std::string::npos);
+  CHECK(p.set_aside[3].find("solution is not true or false") != std::string::npos);
+  CHECK(p.set_aside[4].find("last is not a string") != std::string::npos);
+  CHECK(p.set_aside[5].find("hints is not a count") != std::string::npos);
+  REQUIRE(w.lines.size() == 1);  // one line for them all, naming the first
+  CHECK(w.lines[0].find("6 exercise entries set aside, see \"exercises_set_aside\" there; the first: the "
+                        "entry of exercise '06' (status is not \"started\" or \"done\")") !=
         std::string::npos);
-  CHECK(w.lines[1].find("checks_run is not a count") != std::string::npos);
-  CHECK(w.lines[2].find("not an object") != std::string::npos);
-  CHECK(w.lines[3].find("solution is not true or false") != std::string::npos);
-  CHECK(w.lines[4].find("last is not a string") != std::string::npos);
-  CHECK(w.lines[5].find("hints is not a count") != std::string::npos);
   REQUIRE(store.record("core", 1, {"q1", runner::Outcome::Right, 'b', 0, 1, ""}));
   const auto j = nlohmann::json::parse(slurp(store.file()));
   CHECK(j["exercises"].size() == 1);
@@ -249,6 +251,58 @@ TEST_CASE("an exercise entry amp-lab does not write is set aside with one warnin
   w.lines.clear();
   store.load();
   CHECK(w.lines.empty());  // said once: after a save, nothing is left to set aside
+}
+
+TEST_CASE(
+    "an entry set aside joins those set aside before, and a value there that is not an object is kept") {
+  Scratch s;
+  Warnings w;
+  put(s.state() / "progress.json",
+      R"j({"version": 2, "quiz": {}, "exercises": {"06": {"status": 7}, "07": [2]},
+          "exercises_set_aside": {"06": {"status": "kept"}, "06 (2)": {"hints": "kept too"}}})j");
+  runner::ProgressStore store(s.state(), w.sink());
+  REQUIRE(store.reset());
+  auto j = nlohmann::json::parse(slurp(store.file()));
+  CHECK(j["exercises_set_aside"]["06"]["status"] == "kept");  // set aside before: never replaced
+  CHECK(j["exercises_set_aside"]["06 (2)"]["hints"] == "kept too");
+  CHECK(j["exercises_set_aside"]["06 (3)"]["status"] == 7);  // the new one beside them
+  CHECK(j["exercises_set_aside"]["07"] == nlohmann::json::array({2}));
+  CHECK(j["exercises"].empty());
+  // A value that is not an object where the set-aside entries go: moved to a key of its own, whole.
+  put(store.file(), R"({"version": 2, "quiz": {}, "exercises": {"06": {"status": 7}},
+                        "exercises_set_aside": "a note", "exercises_set_aside_kept": [1]})");
+  REQUIRE(store.reset());
+  j = nlohmann::json::parse(slurp(store.file()));
+  CHECK(j["exercises_set_aside"] == nlohmann::json({{"06", {{"status", 7}}}}));
+  CHECK(j["exercises_set_aside_kept"] == nlohmann::json::array({1}));
+  CHECK(j["exercises_set_aside_kept (2)"] == "a note");
+}
+
+TEST_CASE("60,000 exercise entries set aside are warned of in one line, and all of them kept") {
+  Scratch s;
+  Warnings w;
+  nlohmann::json file = {
+      {"version", 2}, {"quiz", nlohmann::json::object()}, {"exercises", nlohmann::json::object()}};
+  for (int i = 0; i < 60'000; ++i) file["exercises"][std::to_string(i)] = {{"status", i}};
+  put(s.state() / "progress.json", file.dump());
+  runner::ProgressStore store(s.state(), w.sink());
+  CHECK(store.load().set_aside.size() == 60'000);
+  REQUIRE(w.lines.size() == 1);
+  CHECK(w.lines[0].find("60000 exercise entries set aside") != std::string::npos);
+  REQUIRE(store.reset());
+  CHECK(nlohmann::json::parse(slurp(store.file()))["exercises_set_aside"].size() == 60'000);
+}
+
+TEST_CASE("a version-1 file's learner that is not an object is kept beside one kept before") {
+  Scratch s;
+  put(s.state() / "progress.json",
+      R"({"version": 1, "quiz": {}, "learner": "v1 note", "learner_kept": "kept before"})");
+  runner::ProgressStore store(s.state(), [](const std::string&) {});
+  REQUIRE(store.record(quiz().questions[0], runner::Attempt{runner::Outcome::Right, 'b'}, 7));
+  const auto j = nlohmann::json::parse(slurp(store.file()));
+  CHECK(j["learner"]["order_seed"] == 7);
+  CHECK(j["learner_kept"] == "kept before");
+  CHECK(j["learner_kept (2)"] == "v1 note");
 }
 
 TEST_CASE("a walk resumes at the questions not yet answered and retries the missed and skipped ones") {

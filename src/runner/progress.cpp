@@ -53,12 +53,20 @@ nlohmann::json attempt_json(const Attempt& a) {
   return j;
 }
 
+// A key of the object `j` that holds nothing yet: `key`, else "key (2)", "key (3)"...: what is kept aside
+// never replaces what was kept aside before.
+std::string free_key(const nlohmann::json& j, const std::string& key) {
+  std::string k = key;
+  for (int n = 2; j.contains(k); ++n) k = fmt::format("{} ({})", key, n);
+  return k;
+}
+
 nlohmann::json to_json(const Progress& p) {
   nlohmann::json j = p.other.is_object() ? p.other : nlohmann::json::object();
   j["version"] = kProgressVersion;
   if (p.order_seed) {
     if (j.contains("learner") && !j["learner"].is_object()) {  // a version-1 file's own key: kept aside
-      j["learner_kept"] = std::move(j["learner"]);
+      j[free_key(j, "learner_kept")] = std::move(j["learner"]);
       j["learner"] = nlohmann::json::object();
     }
     j["learner"]["order_seed"] = *p.order_seed;
@@ -208,6 +216,18 @@ std::optional<std::string> exercise_entry_problem(const nlohmann::json& entry) {
 
 namespace {
 
+// Moves the exercise entry `entry` of `id` into the top-level object j["exercises_set_aside"], beside what
+// that holds: an entry of `id` set aside before stays, this one takes "id (2)". A value there that is not an
+// object is moved first to a top-level key of its own (exercises_set_aside_kept), at the depth it was found.
+void set_entry_aside(nlohmann::json& j, const std::string& id, nlohmann::json entry) {
+  nlohmann::json& aside = j["exercises_set_aside"];
+  if (!aside.is_object()) {
+    if (!aside.is_null()) j[free_key(j, "exercises_set_aside_kept")] = std::move(aside);
+    aside = nlohmann::json::object();
+  }
+  aside[free_key(aside, id)] = std::move(entry);
+}
+
 // The progress in `j`, or why it is not amp-lab's progress (another schema or version). What it keeps as
 // found (the exercises, other keys) is moved out of `j`, not copied.
 std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
@@ -255,9 +275,7 @@ std::optional<Progress> from_json(nlohmann::json& j, std::string* why) {
   if (j.contains("exercises")) {
     for (auto& [id, entry] : j["exercises"].items()) {
       if (const auto problem = exercise_entry_problem(entry)) {
-        auto& aside = j["exercises_set_aside"];
-        if (!aside.is_object()) aside = nlohmann::json::object();
-        aside[id] = std::move(entry);
+        set_entry_aside(j, id, std::move(entry));
         p.set_aside.push_back(fmt::format("the entry of exercise {} ({})", lab::quote(id, 20), *problem));
       } else {
         p.exercises[id] = std::move(entry);
@@ -438,9 +456,14 @@ std::optional<Progress> ProgressStore::read_locked(bool may_set_aside) {
   }
   if (text)
     if (auto p = parse_progress(*text, &why)) {
-      for (const auto& what : p->set_aside)
+      // One line, however many: 60,000 bad entries once printed 60,000 warnings at every command.
+      if (p->set_aside.size() == 1)
         warn(fmt::format("{}: {} is not one amp-lab writes; set aside under \"exercises_set_aside\"",
-                         display(file_), what));
+                         display(file_), p->set_aside.front()));
+      else if (!p->set_aside.empty())
+        warn(
+            fmt::format("{}: {} exercise entries set aside, see \"exercises_set_aside\" there; the first: {}",
+                        display(file_), p->set_aside.size(), p->set_aside.front()));
       return p;
     }
   if (!may_set_aside) {

@@ -80,7 +80,9 @@ struct Progress {
   nlohmann::json exercises = nlohmann::json::object();  // each entry as amp-lab writes it (below)
   nlohmann::json other = nlohmann::json::object();      // any other top-level key, kept as found
   // Read, not saved: the exercise entries that were not as amp-lab writes them, moved to
-  // other["exercises_set_aside"] (kept in the file there) and warned of once.
+  // other["exercises_set_aside"] (kept in the file there, beside the entries set aside before: one of the
+  // same id takes "ID (2)", and a value there that is not an object moves to "exercises_set_aside_kept")
+  // and warned of in one line, however many.
   std::vector<std::string> set_aside;
   // Read, not saved: the version of the file read (1 is migrated at its first save).
   int version = kProgressVersionRead;
