@@ -6,6 +6,7 @@
 # check ends; a work folder removed by the learner's code is made again, and a file saved with a UTF-8
 # byte-order mark builds; watch stops at once when its output cannot be written, says nothing of a build
 # its SIGTERM interrupted, and waits through its file becoming a symlink to /dev/zero or too large to read.
+# Before those: a file amp-lab reads is never the file --json or a lab's --report-file writes.
 #   exercise_hostile_test.sh AMP_LAB SOURCE_DIR BUILD_DIR
 # Its own workspace and progress file; exercise 09's learner build is shared, so ctest runs it alone.
 set -uo pipefail
@@ -27,6 +28,31 @@ expect() {  # expect CODE WANTED_CODE TEXT PATTERN: exit code and a line of TEXT
 }
 solution=$scratch/solution.cpp
 "$amp_lab" exercise 09 --solution >"$solution"
+
+# A file amp-lab reads named as the file a flag writes is refused in one line, exit 2, nothing written:
+# exercises.yaml and glossary.yaml for --json, quiz.yaml while another quiz is walked, a lab's source for a
+# lab's --report-file, and a flag taken for a file name. Each data file is compared with a copy, and put back
+# if it changed, so that a runner without this check does not leave the clone broken.
+for data in exercises.yaml glossary.yaml quiz.yaml; do cp "$source_dir/$data" "$scratch/$data.kept"; done
+cp "$source_dir/quiz.yaml" "$scratch/other.yaml"
+lab09_source=$source_dir/labs/09_gradient_accumulation/lab.cpp
+cp "$lab09_source" "$scratch/lab.cpp.kept"
+walk=(quiz --quick --device cpu --only 2 --file-order --answers a)
+for args in "--json $source_dir/exercises.yaml" "--json $source_dir/./glossary.yaml" \
+            "--quiz $scratch/other.yaml --json $source_dir/quiz.yaml" "--json --no-color"; do
+  out=$(cd "$scratch" && "$amp_lab" "${walk[@]}" $args 2>&1)
+  expect $? 2 "$out" "(which amp-lab reads; write the JSON elsewhere|--json needs a file name, got '--no-color')$"
+  [[ $(wc -l <<<"$out") -eq 1 ]] || fail "--json refused in more than one line: $out"
+done
+[[ -e "$scratch/--no-color" ]] && fail "--json took the next flag for a file name"
+out=$("$build_dir/bin/lab09_gradient_accumulation" --quick --report-file "$lab09_source" 2>&1)
+expect $? 2 "$out" "--report-file: .* is a lab's source, which amp-lab reads"
+for data in exercises.yaml glossary.yaml quiz.yaml; do
+  cmp -s "$source_dir/$data" "$scratch/$data.kept" ||
+    { fail "$data was written over"; cp "$scratch/$data.kept" "$source_dir/$data"; }
+done
+cmp -s "$lab09_source" "$scratch/lab.cpp.kept" ||
+  { fail "lab 09's source was written over"; cp "$scratch/lab.cpp.kept" "$lab09_source"; }
 
 # A bad deadline is said at once, before the build (which would take 20 s or more), whatever its form.
 { cat "$solution"; echo "// not built: $$"; } >"$file"

@@ -1153,7 +1153,7 @@ TEST_CASE("--json naming a file the walk reads is refused before any lab runs, h
     const int code = sh("cd " + d + " && " + c + " > out.txt 2> err.txt");
     const std::string err = slurp(dir.path / "err.txt"), out = slurp(dir.path / "out.txt");
     CHECK(code == 2);
-    CHECK(has(err, "which this walk reads; write the JSON elsewhere"));
+    CHECK(has(err, "which amp-lab reads; write the JSON elsewhere"));
     CHECK(count(err, "\n") == 1);
     CHECK_FALSE(has(out, "━━"));  // refused before the first lab
     CHECK(slurp(quiz) == text);
@@ -1189,7 +1189,7 @@ TEST_CASE(
         const std::string err = slurp(dir.path / "err.txt");
         CHECK(code == 2);
         CHECK(count(err, "\n") == 1);
-        CHECK((has(err, "--json needs a file name, got ''") || has(err, "which this walk reads")));
+        CHECK((has(err, "--json needs a file name, got ''") || has(err, "which amp-lab reads")));
         CHECK_FALSE(has(slurp(dir.path / "out.txt"), "━━"));  // before the first lab
         CHECK(fs::exists(state / "progress.json") == there);
         if (there) CHECK(slurp(state / "progress.json") == before);

@@ -17,6 +17,7 @@
 #include "amp/device_caps.h"
 #include "lab/registry.h"
 #include "lab/text.h"
+#include "runner/data_files.h"
 
 namespace lab {
 
@@ -106,7 +107,7 @@ int take_report_fd() {
   const bool digits =
       !value.empty() && value.size() < 6 && value.find_first_not_of("0123456789") == std::string::npos;
   const int fd = digits ? std::stoi(value) : -1;
-  struct stat st {};
+  struct stat st{};
   const int flags = fd > 2 ? ::fcntl(fd, F_GETFL) : -1;
   if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
     throw UsageError(fmt::format("{} must name a file open for writing, got {}", kReportFdVar, quote(value)));
@@ -171,8 +172,8 @@ int lab_cli(const LabInfo& info, int argc, const char* const* argv, const std::s
     json = flag(args, "json");
     if (args.count("report-file")) report_file = args["report-file"].as<std::string>();
     if (json && !report_file.empty()) throw UsageError("--json and --report-file: choose one");
-    if (args.count("report-file") && (report_file.empty() || report_file[0] == '-'))
-      throw UsageError("--report-file needs a file name, got " + quote(report_file));
+    // Not '', nor the next flag taken for its value, nor a file amp-lab reads (runner/data_files.h).
+    if (args.count("report-file")) runner::check_output_path("--report-file", report_file);
     report_fd = take_report_fd();
     if (report_fd >= 0 && (json || !report_file.empty()))
       throw UsageError(fmt::format("{} with --json or --report-file: choose one", kReportFdVar));

@@ -27,11 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The workspace: a folder of the clone that .gitignore ignores, so the learner's files never reach a commit.
-fs::path default_workspace() {
-  return fs::path(AMP_LAB_SOURCE_DIR) / "workspace";
-}
-
 const ExerciseInfo& exercise_arg(const cxxopts::ParseResult& args, const std::string& command) {
   if (args.unmatched().empty())
     throw lab::UsageError(fmt::format("which exercise? (amp-lab {} ID, see: amp-lab exercises)", command));
@@ -271,10 +266,9 @@ int cmd_exercise(int argc, const char* const* argv) {
   if (lab::flag(args, "help"))
     return std::cout << lab::help_text(options, lab::terminal_width()), lab::kExitPass;
   const ExerciseInfo& e = exercise_arg(args, "exercise");
-  const fs::path source = AMP_LAB_SOURCE_DIR;
   if (lab::flag(args, "solution")) {
     // The lab's own amp.cpp: saved as the learner's file, it passes every check.
-    std::cout << read_text_file((source / "labs" / e.stem / "amp.cpp").string());
+    std::cout << read_text_file((labs_folder() / e.stem / "amp.cpp").string());
     record(e, [](nlohmann::json& entry) {
       entry["solution"] = true;
       if (!entry.contains("status")) entry["status"] = "started";
@@ -289,7 +283,7 @@ int cmd_exercise(int argc, const char* const* argv) {
     // A workspace that cannot be written is the learner's to fix (another --dir): exit 2 with the cause.
     fs::create_directories(dir, ec);
     if (ec) throw lab::UsageError(fmt::format("cannot make {}: {}", shown(dir), ec.message()));
-    const std::string starter = read_text_file((source / "labs" / e.stem / "exercise.cpp").string());
+    const std::string starter = read_text_file((labs_folder() / e.stem / "exercise.cpp").string());
     try {  // whole, and only where nothing is: a file the learner made meanwhile is kept, not replaced
       amp::detail::write_file_atomically(file.string(), starter, {.replace = amp::detail::Replace::No});
     } catch (const amp::detail::AtomicFileError& error) {

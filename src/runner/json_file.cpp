@@ -15,41 +15,23 @@
 #include "amp/detail/atomic_file.h"
 #include "lab/cli_args.h"
 #include "lab/text.h"
+#include "runner/data_files.h"
 #include "runner/interrupt.h"
 
 namespace runner {
 namespace {
 
-bool same_file(const struct stat& a, const std::string& other) {
-  struct stat b {};
-  return ::stat(other.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 [[noreturn]] void refuse(const std::string& path, const char* why) {
   throw lab::UsageError(fmt::format("--json: cannot write {}: {}", lab::quote(path), why));
-}
-
-std::string resolved(const std::string& path) {
-  std::error_code ec;
-  const auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path, ec), ec);
-  return ec ? path : p.string();
 }
 
 }  // namespace
 
 JsonFile::JsonFile(const std::string& path, const std::vector<Input>& inputs) : path_(path), target_(path) {
-  // '' would be written as a hidden temporary file in the current folder and fail only at the rename,
-  // after the whole walk.
-  if (path.empty()) throw lab::UsageError("--json needs a file name, got ''");
-  struct stat st {};
+  // Not one of the files amp-lab reads, nor '' or the next flag: said before the first lab runs.
+  check_output_path("--json", path, inputs);
+  struct stat st{};
   const bool exists = ::stat(path.c_str(), &st) == 0;
-  // An input that does not exist yet (the progress file before the first save, its lock) is compared by
-  // its path, symlinks in its folders resolved; one that exists, by device and inode.
-  const std::string spelt = resolved(path);
-  for (const auto& [input, what] : inputs)
-    if ((exists && same_file(st, input)) || resolved(input) == spelt)
-      throw lab::UsageError(fmt::format("--json: {} is {}, which this walk reads; write the JSON elsewhere",
-                                        lab::quote(path), what));
   if (exists) {
     if (S_ISDIR(st.st_mode)) refuse(path, "it is a directory");
     if (!S_ISREG(st.st_mode)) {  // /dev/stdout, /dev/null, a FIFO: written in place (nothing to rename)

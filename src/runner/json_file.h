@@ -10,17 +10,15 @@
 #include <vector>
 
 #include "amp/detail/atomic_file.h"
+#include "runner/data_files.h"
 
 namespace runner {
 
-// A file the walk reads, and what it is ("the quiz file"), for the refusal's message.
-using Input = std::pair<std::string, std::string>;
-
 class JsonFile {
  public:
-  // lab::UsageError when `path` is empty, is one of `inputs` (the same file, by device and inode: a
-  // symlink, a hard link or another spelling of the path counts; by its path when it does not exist yet)
-  // or cannot be written.
+  // lab::UsageError when runner::check_output_path refuses `path` (empty, the next flag, or a file amp-lab
+  // reads: the data files, the progress, the labs' sources, or one of `inputs`, the --quiz file) or when it
+  // cannot be written.
   JsonFile(const std::string& path, const std::vector<Input>& inputs);
   ~JsonFile();  // removes the temporary file unless commit() renamed it
   JsonFile(const JsonFile&) = delete;

@@ -1,7 +1,6 @@
 #include "runner/progress.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -370,22 +369,6 @@ std::string timestamp(std::time_t when) {
   char buffer[32];
   std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buffer;
-}
-
-std::optional<std::filesystem::path> default_state_dir(std::string* why) {
-  // The XDG base directory specification ignores a relative XDG_STATE_HOME.
-  if (const char* state = std::getenv("XDG_STATE_HOME"); state && state[0] == '/')
-    return std::filesystem::path(state) / "amp-lab";
-  std::string home;
-  if (const char* h = std::getenv("HOME"); h && h[0] == '/')
-    home = h;
-  else if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && pw->pw_dir[0] == '/')
-    home = pw->pw_dir;
-  if (home.empty()) {
-    if (why) *why = "neither XDG_STATE_HOME nor HOME names a folder";
-    return std::nullopt;
-  }
-  return std::filesystem::path(home) / ".local" / "state" / "amp-lab";
 }
 
 std::optional<ProgressStore> default_progress_store(std::string* why) {

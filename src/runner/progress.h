@@ -37,6 +37,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner/data_files.h"  // default_state_dir(): where the file is
 #include "runner/quiz.h"
 
 namespace runner {
@@ -94,10 +95,6 @@ struct Progress {
 std::optional<std::string> exercise_entry_problem(const nlohmann::json& entry);
 
 inline constexpr int kProgressVersion = kProgressVersionRead;  // version 1 files are read and migrated
-
-// ${XDG_STATE_HOME}/amp-lab when XDG_STATE_HOME is an absolute path, else ~/.local/state/amp-lab (HOME, or
-// the password database's home); nullopt when there is no home, with the reason in `why`.
-std::optional<std::filesystem::path> default_state_dir(std::string* why = nullptr);
 
 // The progress a file's text holds, or nullopt with why it is not amp-lab's progress (not JSON, nested
 // too deep, another schema or version), as one line.

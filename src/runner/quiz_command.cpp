@@ -197,15 +197,11 @@ Parsed parse_quiz_command(const cxxopts::ParseResult& args, const Quiz& file, co
   w.reveal = lab::flag(args, "reveal");
   if (w.reveal && w.answers) throw lab::UsageError("--reveal and --answers do not go together");
   if (args.count("json")) w.json_path = args["json"].as<std::string>();
-  w.inputs = {{quiz_path, "the quiz file"}, {glossary_path(), "the glossary"}};
+  // The quiz file this walk reads; --json is checked against it and every other file amp-lab reads (the
+  // glossary, exercises.yaml, the saved progress and its lock, the labs' sources: runner/data_files.h).
+  w.inputs = {{quiz_path, "the quiz file"}};
   // Answers typed by a person are saved; scripted ones (--answers) and the answer key (--reveal) are not.
   if (!w.answers && !w.reveal && !p.store) p.store = default_progress_store(nullptr);
-  // The saved progress and its lock, whether this walk saves answers or not, the file there yet or not: a
-  // JSON written over them loses the learner's answers.
-  if (const auto dir = default_state_dir()) {
-    w.inputs.push_back({(*dir / "progress.json").string(), "the saved progress"});
-    w.inputs.push_back({(*dir / "progress.json.lock").string(), "the saved progress's lock"});
-  }
   w.command = command_name() + " quiz" + (w.track != file.tracks.front().id ? " --track " + w.track : "") +
               (args.count("quiz") ? " --quiz " + lab::shell_word(quiz_path) : "");
   return p;

@@ -39,7 +39,8 @@ struct WalkOptions {
   bool reveal = false;                         // no questions: show the answer key with explanations
   bool pause = false;  // a person at a terminal: a short answer screen, the rest on keys at a pause
   std::optional<std::string> json_path;
-  std::vector<Input> inputs;  // files the walk reads (the quiz): --json may not name one
+  std::vector<Input>
+      inputs;  // the quiz file: --json may not name it (nor any file runner/data_files.h names)
   bool color = false;
   bool live = false;                     // standard output is a terminal: live "running lab ..." lines
   std::string command = "amp-lab quiz";  // how to run this walk again, for the retry line ("... --only 2,4")
