@@ -19,6 +19,7 @@
 
 #include <sys/stat.h>
 
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 #include <nlohmann/json.hpp>
 
@@ -30,9 +31,10 @@
 
 namespace {
 
-// One lab, "lab-a", number 9.
+// One lab, "lab-a", number 9; and "lab-b", number 3, which has no exercise starter.
 std::optional<runner::LabRef> fake_labs(const std::string& id) {
   if (id == "lab-a") return runner::LabRef{9, "09_lab_a"};
+  if (id == "lab-b") return runner::LabRef{3, "03_lab_b", /*has_starter=*/false};
   return std::nullopt;
 }
 
@@ -655,6 +657,23 @@ TEST_CASE("an exercise names the lab's own runs, and a hint its later steps, api
         ":12:15: exercises[0].hints[1].code: comes after an api step, and this hint has none");
 }
 
+TEST_CASE("20,000 library errors join each exercise's hints whole and in order, its own ids first") {
+  std::string text = std::string(kExercises) + "  - lab: lab-c\n    title: another\nlibrary_errors:\n";
+  for (int k = 0; k < 20'000; ++k) text += fmt::format("  - {{id: e{}, error: words {}, text: t}}\n", k, k);
+  text += "  - {id: no-update, error: other words, text: shadowed}\n";
+  const auto labs = [](const std::string& id) -> std::optional<runner::LabRef> {
+    return id == "lab-c" ? std::optional<runner::LabRef>(runner::LabRef{10, "10_lab_c"}) : fake_labs(id);
+  };
+  const auto all = runner::load_exercises(write("exercises_many_shared", text), labs);
+  REQUIRE(all.size() == 2);
+  REQUIRE(all[0].hints.size() == 3 + 20'000);  // its own no-update kept, the library's of that id not added
+  CHECK(all[0].hints[3].id == "e0");
+  CHECK(all[0].hints.back().id == "e19999");
+  REQUIRE(all[1].hints.size() == 20'001);  // none of its own: every library error, no-update last
+  CHECK(all[1].hints[12'345].error == "words 12345");
+  CHECK(all[1].hints.back().text == "shadowed");
+}
+
 TEST_CASE("library_errors are every exercise's hints after its own, an exercise's own id first") {
   const std::string shared =
       std::string(kExercises) +
@@ -686,6 +705,9 @@ TEST_CASE("library_errors are every exercise's hints after its own, an exercise'
 TEST_CASE("each malformed exercises file gets its own error with line, column and field") {
   CHECK(exercises_error("unknown-lab", "lab: lab-a", "lab: lab-z") ==
         ":2:10: exercises[0].lab: no lab named 'lab-z' (see: amp-lab list)");
+  CHECK(exercises_error("lab-without-starter", "lab: lab-a", "lab: lab-b") ==
+        ":2:10: exercises[0].lab: lab 'lab-b' has no starter (labs/03_lab_b/exercise.cpp) for the learner to "
+        "begin from");
   CHECK(exercises_error("second-for-lab", "", "",
                         std::string(kExercises) + "  - lab: lab-a\n    title: again\n") ==
         ":17:10: exercises[1].lab: a second exercise for lab 'lab-a'");

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <iterator>
 
 #include <fmt/format.h>
@@ -52,7 +53,16 @@ bool hint_matches(const ExerciseHint& h, const nlohmann::json& report) {
 }  // namespace
 
 const std::vector<ExerciseInfo>& exercises() {
-  static const std::vector<ExerciseInfo> all = load_exercises(exercises_path(), catalog_lab);
+  // The catalog's labs, each with whether its starter is there: an exercise of a lab without one is refused
+  // as exercises.yaml loads, not when a learner starts it.
+  const auto lab_with_starter = [](const std::string& id) {
+    auto ref = catalog_lab(id);
+    std::error_code ec;
+    if (ref)
+      ref->has_starter = std::filesystem::is_regular_file(labs_folder() / ref->stem / "exercise.cpp", ec);
+    return ref;
+  };
+  static const std::vector<ExerciseInfo> all = load_exercises(exercises_path(), lab_with_starter);
   return all;
 }
 

@@ -2,6 +2,7 @@
 #include "runner/exercise_table.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -88,18 +89,19 @@ ExerciseHint read_hint(const YamlFile& v, const YAML::Node& node, const std::str
 // An exercise's own hint takes the place of the library error of its id (shared): it must be a hint for an
 // error too, the exercise's words for it. One matched by a check would hide the library's hint from that
 // exercise, whose learners then got none for that error.
+// `shared`: the library errors by id (a lookup, not a scan: 20,000 of them made this quadratic).
+using SharedHints = std::map<std::string, const ExerciseHint*>;
 void check_shadowing(const YamlFile& v, const YAML::Node& node, const std::string& at, const ExerciseHint& h,
-                     const std::vector<ExerciseHint>& shared) {
-  for (const ExerciseHint& lib : shared)
-    if (lib.id == h.id && h.error.empty())
-      v.fail(node["id"].Mark(), at + ".id",
-             "hint id " + lab::quote(h.id) + " is a library error's (" + lab::quote(lib.error) +
-                 "), and this hint names a failed check: give it an id of its own");
+                     const SharedHints& shared) {
+  if (const auto lib = shared.find(h.id); lib != shared.end() && h.error.empty())
+    v.fail(node["id"].Mark(), at + ".id",
+           "hint id " + lab::quote(h.id) + " is a library error's (" + lab::quote(lib->second->error) +
+               "), and this hint names a failed check: give it an id of its own");
 }
 
 // exercises[i]; `labs_seen` holds the labs of the exercises before it, `shared` the library errors.
 ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, const LabLookup& labs,
-                           std::set<std::string>& labs_seen, const std::vector<ExerciseHint>& shared) {
+                           std::set<std::string>& labs_seen, const SharedHints& shared) {
   const std::string at = fmt::format("exercises[{}]", i);
   v.mapping(node, kExerciseKeys, at, "a mapping with lab, title, lab_runs and hints");
   ExerciseInfo e;
@@ -107,6 +109,10 @@ ExerciseInfo read_exercise(const YamlFile& v, const YAML::Node& node, size_t i, 
   const auto ref = labs(e.lab);
   if (!ref)
     v.fail(node["lab"].Mark(), at + ".lab", "no lab named " + lab::quote(e.lab) + " (see: amp-lab list)");
+  if (!ref->has_starter)
+    v.fail(node["lab"].Mark(), at + ".lab",
+           fmt::format("lab {} has no starter (labs/{}/exercise.cpp) for the learner to begin from",
+                       lab::quote(e.lab), ref->stem));
   if (!labs_seen.insert(e.lab).second)
     v.fail(node["lab"].Mark(), at + ".lab", "a second exercise for lab " + lab::quote(e.lab));
   e.id = fmt::format("{:02d}", ref->number);
@@ -156,15 +162,19 @@ std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& n
       hints.push_back(std::move(h));
     }
   }
+  SharedHints by_id;
+  for (const ExerciseHint& h : hints) by_id.emplace(h.id, &h);
   std::vector<ExerciseInfo> exercises;
   std::set<std::string> labs_seen;
   for (size_t i = 0; i < list.size(); ++i)
-    exercises.push_back(read_exercise(v, list[i], i, labs, labs_seen, hints));
+    exercises.push_back(read_exercise(v, list[i], i, labs, labs_seen, by_id));
+  // Each exercise's own hints, then every library error whose id none of them takes: looked up in a set of
+  // the exercise's own ids, so the merge is linear in the library errors.
   for (ExerciseInfo& e : exercises) {
+    std::set<std::string> own;
+    for (const ExerciseHint& h : e.hints) own.insert(h.id);
     for (const ExerciseHint& h : hints)
-      if (std::none_of(e.hints.begin(), e.hints.end(),
-                       [&](const ExerciseHint& own) { return own.id == h.id; }))
-        e.hints.push_back(h);
+      if (!own.count(h.id)) e.hints.push_back(h);
   }
   return exercises;
 }

@@ -55,13 +55,14 @@ extern const std::vector<std::string>
     kHintKeys;  // id, check, evidence, observation, range, error, text, api, code
 
 // Loads and validates exercises.yaml, as quiz.yaml is loaded: `exercises`, a non-empty list, each a
-// mapping with `lab` (a lab's id that `labs` knows, at most one exercise each: the exercise's id and stem
-// are the lab's number and folder), `title`, `lab_runs` (optional, a non-empty list of check keys, each
-// once) and `hints` (optional, a non-empty list). A hint has an `id` (unique in its exercise), a `text`,
-// optionally `api` and `code` (the later steps; code only after an api), and either `error` (words of the
-// lab's error message) or `check` (a check's key) with at most one of `evidence` (words of that check's
-// evidence) and `observation` with `range: [lo, hi]` (two numbers, lo <= hi). Which check and observation
-// keys a lab reports only its run says: tests/test_labs.cpp holds every key named here to the lab's real
+// mapping with `lab` (a lab's id that `labs` knows and says has a starter, at most one exercise each: the
+// exercise's id and stem are the lab's number and folder), `title`, `lab_runs` (optional, a non-empty list of
+// check keys, each once) and `hints` (optional, a non-empty list). A hint has an `id` (unique in its
+// exercise), a `text`, optionally `api` and `code` (the later steps; code only after an api), and either
+// `error` (words of the lab's error message) or `check` (a check's key) with at most one of `evidence` (words
+// of that check's evidence) and `observation` with `range: [lo, hi]` (two numbers, lo <= hi). Which check and
+// observation keys a lab reports only its run says: tests/test_labs.cpp holds every key named here to the
+// lab's real
 // --json. Every error is one DataError line "file:line:column: field: what". `library_errors` (optional, a
 // non-empty list of hints with id, error and text): the errors the amp library and LibTorch raise for a
 // misused call, each with the rule it names; every exercise gets them after its own hints (shared = true), so
