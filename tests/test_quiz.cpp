@@ -524,7 +524,20 @@ TEST_CASE("each malformed glossary file gets its own error with line, column and
         ":7:17: terms[0].exact_case: must be true or false, got 'true'");
   CHECK(glossary_error("two-lines", "definition: the factor the loss is multiplied by before backward",
                        "definition: \"the factor\\nthe loss\"") ==
-        ":10:17: terms[1].definition: must be one line");
+        ":10:17: terms[1].definition: must be one line, and it holds a line break");
+  // A name, variant, definition or source is printed as one line: a line break or a tab is refused.
+  CHECK(glossary_error("name-two-lines", "name: loss scale", "name: \"loss\\nscale\"") ==
+        ":8:11: terms[1].name: must be one line, and it holds a line break");
+  CHECK(glossary_error("variant-two-lines", "\"amp::scale\"]", "\"amp::\\nscale\"]") ==
+        ":9:30: terms[1].variants[1]: must be one line, and it holds a line break");
+  CHECK(glossary_error("definition-tab", "definition: the factor the loss is multiplied by before backward",
+                       "definition: \"the factor\\tthe loss\"") ==
+        ":10:17: terms[1].definition: holds a tab; use spaces");
+  CHECK(glossary_error("source-tab", "source: \"Rajbhandari et al., 2020\"",
+                       "source: \"Rajbhandari\\tet al.\"") ==
+        ":6:13: terms[0].source: holds a tab; use spaces");
+  CHECK(glossary_error("cited-two-lines", "docs: \"PyTorch, AMP", "docs: \"PyTorch,\\nAMP") ==
+        ":2:9: sources.docs: must be one line, and it holds a line break");
   CHECK(glossary_error("blank", "definition: the factor the loss is multiplied by before backward",
                        "definition: \" \"") == ":10:17: terms[1].definition: must not be empty");
   CHECK(glossary_error("terms-not-list", "", "", "terms: 3\n") == ":1:8: terms: must be a non-empty list");

@@ -96,7 +96,7 @@ Sources read_sources(const YamlFile& v, const YAML::Node& root) {
   for (auto it = map.begin(); it != map.end(); ++it) {
     const std::string name = v.text(it->first, "sources");
     const auto [first, inserted] =
-        sources.emplace(name, Source{v.text(it->second, "sources." + name), it->first.Mark()});
+        sources.emplace(name, Source{v.line(it->second, "sources." + name), it->first.Mark()});
     if (!inserted)
       v.fail(it->first.Mark(), "sources." + name,
              fmt::format("given twice (first at line {})", first->second.mark.line + 1));
@@ -129,14 +129,14 @@ std::vector<std::string> read_variants(const YamlFile& v, const YAML::Node& node
   if (!node) return variants;
   if (!node.IsSequence())
     v.fail(node.Mark(), at, std::string("must be a list of strings, got ") + kind_of(node));
-  for (size_t k = 0; k < node.size(); ++k) variants.push_back(v.text(node[k], fmt::format("{}[{}]", at, k)));
+  for (size_t k = 0; k < node.size(); ++k) variants.push_back(v.line(node[k], fmt::format("{}[{}]", at, k)));
   return variants;
 }
 
 // The term's citation: a name in `sources` (cite), its own (source), or none.
 std::string read_source(const YamlFile& v, const YAML::Node& node, const std::string& at, Sources& sources) {
   if (node["cite"] && node["source"]) v.fail(node["source"].Mark(), at, "give cite or source, not both");
-  if (node["source"]) return v.text(node, "source", at + ".source");
+  if (node["source"]) return v.line(node, "source", at + ".source");
   if (!node["cite"]) return "";
   const std::string name = v.text(node, "cite", at + ".cite");
   const auto it = sources.find(name);
@@ -157,14 +157,13 @@ Term read_term(const YamlFile& v, const YAML::Node& node, const std::vector<Term
   const std::string at = fmt::format("terms[{}]", i);
   v.mapping(node, kTermKeys, at, "a mapping with name and definition");
   Term t;
-  t.name = v.text(node, "name", at + ".name");
+  t.name = v.line(node, "name", at + ".name");
   add_form(v, node["name"], t.name, at + ".name", i, terms, forms);
   t.variants = read_variants(v, node["variants"], at + ".variants");
   for (size_t k = 0; k < t.variants.size(); ++k)
     add_form(v, node["variants"][k], t.variants[k], fmt::format("{}.variants[{}]", at, k), i, terms, forms);
-  t.definition = v.text(node, "definition", at + ".definition");
-  if (t.definition.find('\n') != std::string::npos)
-    v.fail(node["definition"].Mark(), at + ".definition", "must be one line");
+  // Each printed as one line, "name: definition": a line break or a tab in one would come out raw.
+  t.definition = v.line(node, "definition", at + ".definition");
   t.source = read_source(v, node, at, sources);
   if (node["exact_case"]) t.exact_case = v.boolean(node["exact_case"], at + ".exact_case");
   return t;

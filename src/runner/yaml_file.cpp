@@ -242,7 +242,7 @@ std::string read_data_file(const std::string& path, const DataKind& kind) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     throw DataError(fmt::format("{}: cannot read the {}: {}", name, kind.noun, std::strerror(errno)));
-  struct stat st {};
+  struct stat st{};
   std::string text;
   std::string error;
   if (::fstat(fd, &st) != 0)
@@ -343,6 +343,18 @@ std::string YamlFile::text(const YAML::Node& node, const std::string& field) con
 
 std::string YamlFile::text(const YAML::Node& parent, const char* key, const std::string& field) const {
   return text(required(parent, key, field), field);
+}
+
+std::string YamlFile::line(const YAML::Node& node, const std::string& field) const {
+  std::string value = text(node, field);
+  if (value.find('\n') != std::string::npos)
+    fail(node.Mark(), field, "must be one line, and it holds a line break");
+  if (value.find('\t') != std::string::npos) fail(node.Mark(), field, "holds a tab; use spaces");
+  return value;
+}
+
+std::string YamlFile::line(const YAML::Node& parent, const char* key, const std::string& field) const {
+  return line(required(parent, key, field), field);
 }
 
 bool YamlFile::boolean(const YAML::Node& node, const std::string& field) const {

@@ -51,6 +51,10 @@ class YamlFile {
   // and spaces dropped.
   std::string text(const YAML::Node& node, const std::string& field) const;
   std::string text(const YAML::Node& parent, const char* key, const std::string& field) const;
+  // A text printed as one line, in a table or after a name ("name: definition"): no line break (trailing
+  // ones dropped) and no tab, which would come out raw.
+  std::string line(const YAML::Node& node, const std::string& field) const;
+  std::string line(const YAML::Node& parent, const char* key, const std::string& field) const;
   // true or false, as written.
   bool boolean(const YAML::Node& node, const std::string& field) const;
   // A finite number.
