@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -147,6 +148,27 @@ TEST_CASE(
   CHECK(run.err == "--device cpu --quick\n");  // nothing the code could write a report to
   const runner::Verdict v = runner::verdict_from_run(kNoHints, run, {"k"});
   CHECK(v.kind == runner::Verdict::Passed);
+}
+
+TEST_CASE("a failed build shows its first 60 lines, then how many more there are and the log that has them") {
+  Folder dir;
+  std::string log;
+  for (int k = 1; k <= 100'000; ++k)
+    log += "learner.cpp:" + std::to_string(k) + ": error: 'x' was not declared\n";
+  put(dir.file("compile.log"), log);
+  const std::string shown = runner::build_messages(dir.path, dir.path / "build.out");
+  CHECK(std::count(shown.begin(), shown.end(), '\n') == runner::kBuildLinesShown + 1);
+  CHECK(shown.rfind("learner.cpp:1: error", 0) == 0);
+  CHECK(shown.find("learner.cpp:60: error") != std::string::npos);
+  CHECK(shown.find("learner.cpp:61: error") == std::string::npos);
+  CHECK(shown.substr(shown.rfind('[')) ==
+        "[... 99940 more lines cut; the whole log: " + dir.file("compile.log") + "]\n");
+  // A short log is shown whole; with no compile.log, the link's, else what the build printed.
+  put(dir.file("compile.log"), "one: error\ntwo: error\n");
+  CHECK(runner::build_messages(dir.path, dir.path / "build.out") == "one: error\ntwo: error\n");
+  fs::remove(dir.path / "compile.log");
+  put(dir.file("build.out"), "ninja: build stopped\n");
+  CHECK(runner::build_messages(dir.path, dir.path / "build.out") == "ninja: build stopped\n");
 }
 
 TEST_CASE("a report of the wrong types, or too large, is the lab's error in one line, never an exception") {

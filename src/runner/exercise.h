@@ -112,6 +112,13 @@ void record_hint_step(nlohmann::json& entry, const HintStep& step);
 // What the hint command prints for a step (wrapped to `width`, 0: one line per paragraph).
 std::string render_hint_step(const ExerciseInfo& e, const HintStep& step, size_t width);
 
+// The messages of a build that failed, as printed before "does not build": the compiler's when the learner's
+// unit failed (work/compile.log), else the linker's (work/link.log), else what the build said (`build_out`);
+// their first kBuildLinesShown lines, then how many more there are and the log that holds them all (100,000
+// errors were 44 MB on the terminal). "" when there are none.
+inline constexpr size_t kBuildLinesShown = 60;
+std::string build_messages(const std::filesystem::path& work, const std::filesystem::path& build_out);
+
 // What this build has: build/exercises/exercises.json, written by cmake/AmpLabExercises.cmake.
 struct ExerciseBuild {
   std::string source_dir, build_dir, cmake;

@@ -65,14 +65,46 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The compiler's messages when the learner's unit failed, else the linker's, else what the build said: the
-// first 256 KiB (100,000 errors would be 44 MB on the terminal).
-std::string build_messages(const fs::path& work, const fs::path& build_out) {
-  constexpr size_t kShown = 256 * 1024;
-  for (const char* log : {"compile.log", "link.log"})
-    if (std::string text = read_or_empty(work / log, kShown); !text.empty()) return text;
-  return read_or_empty(build_out, kShown);
+// The lines of the regular file at `p` (no symlink followed, a FIFO or device never opened), counted as
+// it is read in blocks: a 44 MB log costs no more memory than one block. 0 when it cannot be read.
+size_t count_lines(const fs::path& p) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st{};
+  size_t lines = 0;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    char block[65536];
+    for (ssize_t n; (n = ::read(fd, block, sizeof block)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      lines += static_cast<size_t>(std::count(block, block + n, '\n'));
+    }
+  }
+  ::close(fd);
+  return lines;
 }
+
+}  // namespace
+
+std::string build_messages(const fs::path& work, const fs::path& build_out) {
+  constexpr size_t kRead = 256 * 1024;
+  for (const fs::path& log : {work / "compile.log", work / "link.log", build_out}) {
+    std::string text = read_or_empty(log, kRead);
+    if (text.empty()) continue;
+    size_t from = 0;  // after the lines shown
+    for (size_t n = 0; n < kBuildLinesShown && from < text.size(); ++n) {
+      const size_t end = text.find('\n', from);
+      from = end == std::string::npos ? text.size() : end + 1;
+    }
+    if (from >= text.size()) return text;  // all of it fits
+    const size_t shown = kBuildLinesShown, total = std::max(count_lines(log), shown);
+    return text.substr(0, from) + fmt::format("[... {} more lines cut; the whole log: {}]\n", total - shown,
+                                              lab::escape(log.string(), 1024));
+  }
+  return "";
+}
+
+namespace {
 
 // An exclusive flock(2) on `path` for this object's life (the lock scripts/amp-lab's builds take with
 // flock(1) on the build folder's lock file). When another holder has it, `progress` gets `waiting` and the
@@ -98,7 +130,7 @@ class FileLock {
 
 // The executable's identity for the reference cache: its modification time and size.
 std::string identity_of(const std::string& path) {
-  struct stat st {};
+  struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return "";
   return fmt::format("{}.{:09}:{}", st.st_mtim.tv_sec, st.st_mtim.tv_nsec, st.st_size);
 }
@@ -246,7 +278,8 @@ LabRun run_lab_executable(const std::string& executable, bool full, double deadl
   constexpr size_t kKept = 64 * 1024;
   LabRun run;
   // The report's channel: a file of the judge's own with no name (memfd), handed to the lab as a descriptor
-  // (AMP_LAB_REPORT_FD, lab/cli_args.h), never a path on its command line that its code could find and fill in.
+  // (AMP_LAB_REPORT_FD, lab/cli_args.h), never a path on its command line that its code could find and fill
+  // in.
   const int report_fd = ::memfd_create("amp-lab-report", MFD_CLOEXEC);
   if (report_fd < 0)
     throw ExerciseError(fmt::format("cannot make the report's file: {}", std::strerror(errno)));
