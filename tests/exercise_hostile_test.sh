@@ -6,7 +6,8 @@
 # check ends; a work folder removed by the learner's code is made again, and a file saved with a UTF-8
 # byte-order mark builds; watch stops at once when its output cannot be written, says nothing of a build
 # its SIGTERM interrupted, and waits through its file becoming a symlink to /dev/zero or too large to read.
-# Before those: a file amp-lab reads is never the file --json or a lab's --report-file writes.
+# Before those: a file amp-lab reads is never the file --json or a lab's --report-file writes, and a FIFO
+# where the learner's file goes is said at once.
 #   exercise_hostile_test.sh AMP_LAB SOURCE_DIR BUILD_DIR
 # Its own workspace and progress file; exercise 09's learner build is shared, so ctest runs it alone.
 set -uo pipefail
@@ -37,13 +38,16 @@ for data in exercises.yaml glossary.yaml quiz.yaml; do cp "$source_dir/$data" "$
 cp "$source_dir/quiz.yaml" "$scratch/other.yaml"
 lab09_source=$source_dir/labs/09_gradient_accumulation/lab.cpp
 cp "$lab09_source" "$scratch/lab.cpp.kept"
-walk=(quiz --quick --device cpu --only 2 --file-order --answers a)
-for args in "--json $source_dir/exercises.yaml" "--json $source_dir/./glossary.yaml" \
-            "--quiz $scratch/other.yaml --json $source_dir/quiz.yaml" "--json --no-color"; do
-  out=$(cd "$scratch" && "$amp_lab" "${walk[@]}" $args 2>&1)
+refused_walk() {  # refused_walk FLAG...: a walk whose --json is refused in one line, exit 2, before any lab
+  local out
+  out=$(cd "$scratch" && "$amp_lab" quiz --quick --device cpu --only 2 --file-order --answers a "$@" 2>&1)
   expect $? 2 "$out" "(which amp-lab reads; write the JSON elsewhere|--json needs a file name, got '--no-color')$"
   [[ $(wc -l <<<"$out") -eq 1 ]] || fail "--json refused in more than one line: $out"
-done
+}
+refused_walk --json "$source_dir/exercises.yaml"
+refused_walk --json "$source_dir/./glossary.yaml"
+refused_walk --quiz "$scratch/other.yaml" --json "$source_dir/quiz.yaml"
+refused_walk --json --no-color
 [[ -e "$scratch/--no-color" ]] && fail "--json took the next flag for a file name"
 out=$("$build_dir/bin/lab09_gradient_accumulation" --quick --report-file "$lab09_source" 2>&1)
 expect $? 2 "$out" "--report-file: .* is a lab's source, which amp-lab reads"
@@ -53,6 +57,18 @@ for data in exercises.yaml glossary.yaml quiz.yaml; do
 done
 cmp -s "$lab09_source" "$scratch/lab.cpp.kept" ||
   { fail "lab 09's source was written over"; cp "$scratch/lab.cpp.kept" "$lab09_source"; }
+
+# A FIFO where the learner's file is, in the workspace or given with --file: one line at once, exit 2, for
+# check and watch alike (watch's reads would otherwise wait for a writer, saying nothing).
+mkfifo "$scratch/fifo.cpp"
+mkdir -p "$scratch/ws-fifo" && mkfifo "$scratch/ws-fifo/09_gradient_accumulation.cpp"
+for command in watch check; do
+  for where in --file "$scratch/fifo.cpp" --dir "$scratch/ws-fifo"; do
+    [[ $where == --* ]] && { flag=$where; continue; }
+    out=$(timeout 20 "$amp_lab" $command 09 "$flag" "$where" </dev/null 2>&1)
+    expect $? 2 "$out" "is not a regular file"
+  done
+done
 
 # A bad deadline is said at once, before the build (which would take 20 s or more), whatever its form.
 { cat "$solution"; echo "// not built: $$"; } >"$file"

@@ -87,8 +87,12 @@ void refuse_non_file(const fs::path& p) {
 std::string learner_path(const cxxopts::ParseResult& args, const ExerciseInfo& e) {
   const fs::path p =
       args.count("file") ? fs::path(args["file"].as<std::string>()) : workspace_file(workspace_of(args), e);
-  if (!args.count("file")) refuse_non_file(p);
   std::error_code ec;
+  if (!args.count("file"))
+    refuse_non_file(p);
+  else if (fs::exists(p, ec) && !fs::is_regular_file(p, ec))  // a FIFO would block watch's reads unsaid
+    throw lab::UsageError(fmt::format("--file {} is {}, not a source file", lab::quote(p.string(), 200),
+                                      fs::is_directory(p, ec) ? "a directory" : "not a regular file"));
   if (!fs::is_regular_file(p, ec))
     throw lab::UsageError(args.count("file") ? fmt::format("no file {}", lab::quote(p.string(), 200))
                                              : fmt::format("no {} yet: start with amp-lab exercise {}{}",
