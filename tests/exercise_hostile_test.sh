@@ -7,7 +7,7 @@
 # byte-order mark builds; watch stops at once when its output cannot be written, says nothing of a build
 # its SIGTERM interrupted, and waits through its file becoming a symlink to /dev/zero or too large to read.
 # Before those: a file amp-lab reads is never the file --json or a lab's --report-file writes, and a FIFO
-# where the learner's file goes is said at once.
+# where the learner's file goes is said at once, and a quiz's {key} the lab does not report before its question.
 #   exercise_hostile_test.sh AMP_LAB SOURCE_DIR BUILD_DIR
 # Its own workspace and progress file; exercise 09's learner build is shared, so ctest runs it alone.
 set -uo pipefail
@@ -57,6 +57,19 @@ for data in exercises.yaml glossary.yaml quiz.yaml; do
 done
 cmp -s "$lab09_source" "$scratch/lab.cpp.kept" ||
   { fail "lab 09's source was written over"; cp "$scratch/lab.cpp.kept" "$lab09_source"; }
+
+# A quiz file of one's own whose explanation names a {key} the lab does not report: refused in one line, exit
+# 2, when the lab's report comes back and before the question is asked (lab 09 --quick, about a second).
+python3 - "$source_dir/quiz.yaml" "$scratch/unknown-key.yaml" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+at = text.index("    explanation: >-\n", text.index("lab: gradient-accumulation")) + len("    explanation: >-\n")
+open(sys.argv[2], "w").write(text[:at] + "      {no_such_key} " + text[at:].lstrip())
+PY
+out=$("$amp_lab" quiz --quiz "$scratch/unknown-key.yaml" --track all --only 9 --answers a --quick --device cpu \
+  --file-order 2>&1)
+expect $? 2 "$out" "question 9 \(.*\): \{no_such_key\} in its explanation is no observation lab gradient-accumulation reports"
+grep -q "Your answer" <<<"$out" && fail "a question citing an unreported key was asked: $out"
 
 # A FIFO where the learner's file is, in the workspace or given with --file: one line at once, exit 2, for
 # check and watch alike (watch's reads would otherwise wait for a writer, saying nothing).

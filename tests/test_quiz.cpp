@@ -116,6 +116,15 @@ TEST_CASE("a well-formed quiz file loads with its answer as an index and its pla
             .hint == "{any_key:value} steps");
 }
 
+TEST_CASE("a placeholder the lab's report lacks is named, in the explanation, the hint or a why_not") {
+  const std::string with = std::string(kGood) + "    why_not:\n      a: \"{gone:value} say no\"\n";
+  const auto q = runner::load_quiz(write("unreported", with), fake_labs).questions.at(0);
+  CHECK(runner::unreported_placeholder(q, {"lost_share", "steps"}) == "{gone:value} in its why_not.a");
+  CHECK(runner::unreported_placeholder(q, {"lost_share", "steps", "gone"}) == std::nullopt);
+  CHECK(runner::unreported_placeholder(q, {"steps", "gone"}) == "{lost_share} in its explanation");
+  CHECK(runner::unreported_placeholder(q, {"lost_share", "gone"}) == "{steps} in its hint");
+}
+
 TEST_CASE("each malformed quiz file gets its own error with line, column and field") {
   CHECK(error_for("syntax", kGood, "options: [A, B, C, D]", "options: [A, B").find("syntax") !=
         std::string::npos);

@@ -201,14 +201,23 @@ Quiz select_track(const Quiz& quiz, const std::string& track) {
 
 std::vector<std::string> placeholders(const std::string& text) {
   std::vector<std::string> names;
-  scan_template(
-      text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
+  scan_template(text, [](size_t, size_t) {}, [&](std::string name) { names.push_back(std::move(name)); });
   return names;
 }
 
 size_t stray_brace(const std::string& text) {
-  return scan_template(
-      text, [](size_t, size_t) {}, [](const std::string&) {});
+  return scan_template(text, [](size_t, size_t) {}, [](const std::string&) {});
+}
+
+std::optional<std::string> unreported_placeholder(const Question& q, const std::set<std::string>& reported) {
+  std::vector<std::pair<std::string, std::string>> texts{{q.explanation, "its explanation"},
+                                                         {q.hint, "its hint"}};
+  for (const auto& [index, why] : q.why_not)
+    texts.push_back({why, fmt::format("its why_not.{}", char('a' + index))});
+  for (const auto& [text, where] : texts)
+    for (const auto& name : placeholders(text))
+      if (!reported.count(name.substr(0, name.find(':')))) return fmt::format("{{{}}} in {}", name, where);
+  return std::nullopt;
 }
 
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values) {

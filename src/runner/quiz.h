@@ -3,6 +3,8 @@
 #pragma once
 
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,9 +60,10 @@ constexpr size_t kMaxQuizBytes = 1 << 20;
 // range), the lab exists (`labs`), unique ids, every {placeholder} in explanation, why_not and hint
 // well-formed, tracks with unique ids and titles, and every question's track declared. why_not
 // (optional) maps the letters of wrong options to why each is wrong. {key} stands for the observation as
-// the lab prints it, {key:value} for its bare number and unit; that the lab reports every key named is
-// held by tests/test_labs.cpp against its real --json. Every error is one line:
-// "file:line:column: field: what", with input quoted by lab::quote().
+// the lab prints it, {key:value} for its bare number and unit. Which keys a lab reports only its run says,
+// so a key is not checked here: the walk refuses one the lab's report lacks before it asks the question
+// (unreported_placeholder), and tests/test_labs.cpp holds every key of quiz.yaml to the lab's real --json.
+// Every error is one line: "file:line:column: field: what", with input quoted by lab::quote().
 Quiz load_quiz(const std::string& path, const LabLookup& labs);
 // The same for text already in memory; `name` stands for the file in messages.
 Quiz parse_quiz(std::string text, const std::string& name, const LabLookup& labs);
@@ -74,6 +77,11 @@ Quiz select_track(const Quiz& quiz, const std::string& track);
 std::vector<std::string> placeholders(const std::string& text);
 // Byte offset of the first brace that is not part of a {name}, or std::string::npos.
 size_t stray_brace(const std::string& text);
+// The first {placeholder} of q's explanation, hint or why_not whose key ({key:value}'s is key) is not in
+// `reported`, the observation keys of its lab's report, as "{key} in its explanation"; nullopt when each is.
+// A quiz file names keys that only the lab's run can confirm: the walk holds them to the report as it comes
+// back, before the question is asked.
+std::optional<std::string> unreported_placeholder(const Question& q, const std::set<std::string>& reported);
 // Replaces each {name} by values.at(name); an unknown name is a QuizError (tests/test_labs.cpp holds
 // quiz.yaml's placeholders to each lab's report).
 std::string fill(const std::string& text, const std::map<std::string, std::string>& values);

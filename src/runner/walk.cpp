@@ -168,6 +168,17 @@ void run_lab(Answered& a, const WalkOptions& options, std::ostream& out) {
   a.lab = run_lab_process(*a.decl, options.lab_flags, out, options.live);
   // The flags are the walk's: what is bad usage for one lab is for the walk.
   if (a.lab.kind == LabOutcome::Kind::Usage) throw lab::UsageError(a.lab.message);
+  // A {key} the lab does not report is the quiz file's mistake: said now, before the question is asked,
+  // rather than shown after the answer as a value that was not measured.
+  if (!a.reported()) return;
+  std::set<std::string> keys;
+  for (const auto& o : a.lab.report->observations()) keys.insert(o.key);
+  if (const auto name = unreported_placeholder(*a.question, keys))
+    throw QuizError(
+        fmt::format("{}: question {} ({}): {} is no observation lab {} reports (amp-lab run {} "
+                    "--json lists them)",
+                    options.inputs.empty() ? "the quiz file" : options.inputs.front().first,
+                    a.question->number, a.question->id, *name, a.decl->id, a.decl->id));
 }
 
 // The learner's choice (or the scripted one): the option index, -1 to skip; nullopt stops the walk.
