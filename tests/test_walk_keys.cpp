@@ -169,6 +169,27 @@ TEST_CASE(
   walk_every_track(120);
 }
 
+TEST_CASE("every question asked alone, from a fresh start, fits its screen at 80x40 and at 120x40") {
+  // Alone, a question glosses every term on its own screen (no earlier question glossed any): the most a
+  // screen holds before its prompt.
+  for (const unsigned columns : {80u, 120u}) {
+    std::string measured;
+    for (const runner::Question& q : quiz().questions) {
+      CAPTURE(q.number);
+      StateDir state;
+      Terminal t({kRunner, "quiz", "--track", "all", "--only", std::to_string(q.number), "--quick",
+                  "--device", "cpu"},
+                 columns, 40, state.env());
+      const size_t rows = rows_of(next_screen(t), columns);
+      measured += " Q" + std::to_string(q.number) + ":" + std::to_string(rows);
+      CHECK(rows <= 40);
+      t.type("q");
+      CHECK(t.wait_exit() == 0);
+    }
+    MESSAGE(columns << "x40, each question alone:" << measured);
+  }
+}
+
 TEST_CASE("a term glossed in one question is not glossed again in a later question or walk, and t shows it") {
   StateDir state;
   std::set<std::string> first, again;
