@@ -19,6 +19,7 @@
 #include "runner/catalog_labs.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
+#include "support/temp_folder.h"
 #include "support/terminal.h"
 
 namespace test_walk_keys {
@@ -35,17 +36,8 @@ const std::string kPauseEnd = "q quit ";  // the pause line's last words, before
 constexpr double kLabSeconds = 120;       // a quick lab's run, with room for a loaded machine
 
 // A private state folder: the walk's saved progress (and the terms it showed) go there.
-struct StateDir {
-  fs::path path;
-  StateDir() {
-    std::string tmpl = (fs::temp_directory_path() / "amp_lab_walk_keys_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~StateDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct StateDir : test_support::TempFolder {
+  StateDir() : TempFolder("walk_keys") {}
   std::vector<std::string> env() const {
     return {"XDG_STATE_HOME=" + path.string(), "AMP_LAB_COMMAND=amp-lab"};
   }
