@@ -176,7 +176,7 @@ function(amp_lab_add_kept_units name)
   list(TRANSFORM maps APPEND .rsp)
   add_custom_command(OUTPUT ${maps}
     COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/amp_lab_kept_links.sh ${CMAKE_NM} ${AMP_LAB_CXXFILT} ${work}
-            $<TARGET_OBJECTS:exercise_kept_${number}> $<TARGET_OBJECTS:lab_${name}_lab> ${stems}
+            $<TARGET_OBJECTS:exercise_kept_${number}> "$<JOIN:$<TARGET_OBJECTS:lab_${name}_lab>,:>" ${stems}
     DEPENDS exercise_kept_${number} lab_${name}_lab $<TARGET_OBJECTS:exercise_kept_${number}>
             $<TARGET_OBJECTS:lab_${name}_lab> ${PROJECT_SOURCE_DIR}/cmake/amp_lab_kept_links.sh
     COMMENT "Mapping the links of exercise ${number}'s kept files" VERBATIM)

@@ -44,7 +44,8 @@ endfunction()
 #  - lab.cpp (the problem, measure and report) and amp.cpp (the AMP code a learner copies), each an object
 #    library, lab_<name>_lab and lab_<name>_amp, at the labs' profile: the build type's optimisation (-O3 in
 #    Release), on the precompiled src/lab/libtorch.h; both are linked into the lab tests (the lab registers
-#    itself);
+#    itself); a judge.cpp beside them (what exists only to judge a learner's code: reference steps, crafted
+#    cases, mistake classifiers) is part of lab_<name>_lab;
 #  - an executable lab01_master_weights of the two, that runs just that lab;
 #  - with labs/<name>/exercise.cpp (the starter: amp.cpp with its key lines taken out), the exercise: the
 #    learner's file linked in place of amp.cpp with the same lab.cpp object (amp_lab_add_exercise_unit).
@@ -62,6 +63,10 @@ function(amp_lab_add_lab name)
   endif()
   foreach(part lab amp)
     add_library(lab_${name}_${part} OBJECT ${dir}/${part}.cpp)
+    # A lab's judge (judge.cpp: what exists only to judge a learner's code) is part of its lab object.
+    if(part STREQUAL "lab" AND EXISTS ${dir}/judge.cpp)
+      target_sources(lab_${name}_lab PRIVATE ${dir}/judge.cpp)
+    endif()
     target_link_libraries(lab_${name}_${part} PUBLIC ${framework})
     amp_lab_warnings(lab_${name}_${part})
     if(arg_NO_PCH)

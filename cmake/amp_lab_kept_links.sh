@@ -5,14 +5,17 @@
 # define each symbol the lab's object uses and does not define, and F defines, as F's definition
 # (-Wl,--defsym=lab-name=F-name): the demangled names match once "amp_lab_kept_F::" is taken out of F's.
 # A function F lacks stays undefined, and the link says so, as it would for F alone.
-#   amp_lab_kept_links.sh NM CXXFILT OUT_DIR UNIT_OBJECT LAB_OBJECT F...
+#   amp_lab_kept_links.sh NM CXXFILT OUT_DIR UNIT_OBJECT LAB_OBJECTS F...   (LAB_OBJECTS: ':'-separated)
 set -eu
 nm=$1 filt=$2 out=$3 unit=$4 lab=$5
 shift 5
 tmp=$out/.symbols.$$
 trap 'rm -f "$tmp".*' EXIT
 # Mangled and demangled names side by side: what the lab uses, what the unit defines.
-"$nm" -P -u "$lab" | awk '{ print $1 }' | sort -u >"$tmp.u"
+IFS=:
+# shellcheck disable=SC2086
+"$nm" -P -u $lab | awk 'NF > 1 { print $1 }' | sort -u >"$tmp.u"
+unset IFS
 "$filt" <"$tmp.u" | paste "$tmp.u" - >"$tmp.used"
 "$nm" -P --defined-only "$unit" | awk '{ print $1 }' | sort -u >"$tmp.d"
 "$filt" <"$tmp.d" | paste "$tmp.d" - >"$tmp.defined"

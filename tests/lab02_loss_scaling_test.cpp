@@ -9,12 +9,8 @@
 
 #include "amp/grad_scaler.h"
 #include "lab/libtorch.h"
+#include "lab/skip_record.h"
 #include "lab_test_support.h"
-
-namespace lab02 {  // labs/02_loss_scaling/lab.cpp: the comparison behind check skips-exactly-overflows
-std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
-                          const std::vector<bool>& moved);
-}  // namespace lab02
 
 namespace lab02_loss_scaling_test {
 
@@ -124,14 +120,14 @@ TEST_CASE(
     "skips-exactly-overflows holds for scaler.step() and fails for a step that steps the optimizer itself") {
   const Records right = six_steps(/*steps_itself=*/false), wrong = six_steps(/*steps_itself=*/true);
   CHECK(right.overflowed[2]);
-  CHECK(lab02::skip_mismatch(right.stepped, right.overflowed, right.moved).empty());
+  CHECK(lab::skip_mismatch(right.stepped, right.overflowed, right.moved).empty());
   CHECK(wrong.overflowed[2]);
-  CHECK(lab02::skip_mismatch(wrong.stepped, wrong.overflowed, wrong.moved) ==
+  CHECK(lab::skip_mismatch(wrong.stepped, wrong.overflowed, wrong.moved) ==
         "step 2: gradients overflowed, weights moved");
   // A step that skips but reports it stepped is caught by its return value.
   std::vector<bool> lying = right.stepped;
   lying[2] = true;
-  CHECK(lab02::skip_mismatch(lying, right.overflowed, right.moved) ==
+  CHECK(lab::skip_mismatch(lying, right.overflowed, right.moved) ==
         "step 2: step() returned true and the weights did not move");
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "amp/detail/atomic_file.h"
+#include "support/temp_folder.h"
 
 namespace {
 
@@ -30,18 +31,8 @@ using amp::detail::AtomicFileError;
 using amp::detail::Replace;
 using amp::detail::write_file_atomically;
 
-struct Folder {
-  fs::path path;
-  Folder() {
-    std::string name = (fs::temp_directory_path() / "amp_lab_atomic_XXXXXX").string();
-    REQUIRE(::mkdtemp(name.data()) != nullptr);
-    path = name;
-  }
-  ~Folder() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
+struct Folder : test_support::TempFolder {
+  Folder() : TempFolder("atomic") {}
   std::vector<std::string> entries() const {
     std::vector<std::string> names;
     for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename().string());

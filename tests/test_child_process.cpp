@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lab/child_process.h"
+#include "support/temp_folder.h"
 
 namespace {
 
@@ -30,18 +31,8 @@ using lab::Child;
 using lab::Stream;
 using lab::WaitEnd;
 
-struct Folder {
-  fs::path path;
-  Folder() {
-    std::string name = (fs::temp_directory_path() / "amp_lab_child_XXXXXX").string();
-    REQUIRE(::mkdtemp(name.data()) != nullptr);
-    path = name;
-  }
-  ~Folder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
+struct Folder : test_support::TempFolder {
+  Folder() : TempFolder("child") {}
 };
 
 std::string slurp(const std::string& path) {

@@ -3,8 +3,6 @@
 // written: the check refuses before anything is.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -13,26 +11,11 @@
 
 #include "lab/cli_args.h"
 #include "runner/data_files.h"
+#include "support/temp_folder.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// A folder of its own for each test, removed afterwards.
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    static int counter = 0;
-    dir = fs::temp_directory_path() /
-          ("amp_lab_data_files_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-};
 
 // XDG_STATE_HOME set to `value` for the life of this object.
 struct StateHome {
@@ -63,7 +46,7 @@ std::string refusal(const std::string& flag, const std::string& path,
 }  // namespace
 
 TEST_CASE("a written path that is one of the data files, a lab's source or the --quiz file is refused") {
-  Scratch s;
+  const test_support::TempFolder s("data_files");
   const std::string data = runner::data_folder();
   CHECK(refusal("--json", data + "/exercises.yaml") ==
         "--json: '" + data +
@@ -74,27 +57,28 @@ TEST_CASE("a written path that is one of the data files, a lab's source or the -
   // Another spelling of the path, and a symlink to the file.
   CHECK(refusal("--json", data + "/labs/../exercises.yaml").find("is the exercises file") !=
         std::string::npos);
-  fs::create_symlink(runner::exercises_path(), s.dir / "link.json");
-  CHECK(refusal("--json", (s.dir / "link.json").string()).find("is the exercises file") != std::string::npos);
+  fs::create_symlink(runner::exercises_path(), s.path / "link.json");
+  CHECK(refusal("--json", (s.path / "link.json").string()).find("is the exercises file") !=
+        std::string::npos);
   // Every file under labs/: a lab's source.
   const fs::path source = runner::labs_folder() / "02_loss_scaling" / "lab.cpp";
   REQUIRE(fs::is_regular_file(source));
   CHECK(refusal("--report-file", source.string()).find("is a lab's source") != std::string::npos);
   // The --quiz file a walk reads (given as `also`), through a hard link too.
-  const fs::path quiz = s.dir / "other.yaml";
+  const fs::path quiz = s.path / "other.yaml";
   std::ofstream(quiz) << "title: T\n";
-  fs::create_hard_link(quiz, s.dir / "hard.json");
+  fs::create_hard_link(quiz, s.path / "hard.json");
   const std::vector<runner::Input> also{{quiz.string(), "the quiz file"}};
-  CHECK(refusal("--json", (s.dir / "hard.json").string(), also).find("is the quiz file") !=
+  CHECK(refusal("--json", (s.path / "hard.json").string(), also).find("is the quiz file") !=
         std::string::npos);
-  CHECK(refusal("--json", (s.dir / "hard.json").string()).empty());  // without it, any other file is written
-  CHECK(refusal("--json", (s.dir / "new.json").string(), also).empty());
+  CHECK(refusal("--json", (s.path / "hard.json").string()).empty());  // without it, any other file is written
+  CHECK(refusal("--json", (s.path / "new.json").string(), also).empty());
 }
 
 TEST_CASE("the saved progress and its lock are refused as written paths, there yet or not") {
-  Scratch s;
-  const StateHome home(s.dir / "state");
-  const fs::path state = s.dir / "state" / "amp-lab";
+  const test_support::TempFolder s("data_files");
+  const StateHome home(s.path / "state");
+  const fs::path state = s.path / "state" / "amp-lab";
   CHECK(runner::default_state_dir() == state);
   fs::create_directories(state);  // the folder only: the files are not there yet
   CHECK(refusal("--json", (state / "progress.json").string()).find("is the saved progress,") !=
@@ -102,8 +86,8 @@ TEST_CASE("the saved progress and its lock are refused as written paths, there y
   CHECK(refusal("--json", (state / ".." / "amp-lab" / "progress.json.lock").string())
             .find("is the saved progress's lock") != std::string::npos);
   std::ofstream(state / "progress.json") << "{}\n";
-  fs::create_symlink(state / "progress.json", s.dir / "p.json");
-  CHECK(refusal("--json", (s.dir / "p.json").string()).find("is the saved progress,") != std::string::npos);
+  fs::create_symlink(state / "progress.json", s.path / "p.json");
+  CHECK(refusal("--json", (s.path / "p.json").string()).find("is the saved progress,") != std::string::npos);
 }
 
 TEST_CASE("a written path that is empty or the next flag is refused, not taken for a file name") {

@@ -19,23 +19,14 @@
 #include "lab/regular_file.h"
 #include "runner/exercise.h"
 #include "runner/exercise_files.h"
+#include "support/temp_folder.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Folder {
-  fs::path path;
-  Folder() {
-    std::string name = (fs::temp_directory_path() / "amp_lab_exfiles_XXXXXX").string();
-    REQUIRE(::mkdtemp(name.data()) != nullptr);
-    path = name;
-  }
-  ~Folder() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
+struct Folder : test_support::TempFolder {
+  Folder() : TempFolder("exfiles") {}
 };
 
 void put(const std::string& path, const std::string& text) {

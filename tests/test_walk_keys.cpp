@@ -19,6 +19,7 @@
 #include "runner/catalog_labs.h"
 #include "runner/glossary.h"
 #include "runner/quiz.h"
+#include "support/temp_folder.h"
 #include "support/terminal.h"
 
 namespace test_walk_keys {
@@ -35,17 +36,8 @@ const std::string kPauseEnd = "q quit ";  // the pause line's last words, before
 constexpr double kLabSeconds = 120;       // a quick lab's run, with room for a loaded machine
 
 // A private state folder: the walk's saved progress (and the terms it showed) go there.
-struct StateDir {
-  fs::path path;
-  StateDir() {
-    std::string tmpl = (fs::temp_directory_path() / "amp_lab_walk_keys_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~StateDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct StateDir : test_support::TempFolder {
+  StateDir() : TempFolder("walk_keys") {}
   std::vector<std::string> env() const {
     return {"XDG_STATE_HOME=" + path.string(), "AMP_LAB_COMMAND=amp-lab"};
   }
@@ -167,6 +159,27 @@ TEST_CASE(
 TEST_CASE(
     "at 120x40 every question's screen fits from banner to prompt, and a letter and o act without Enter") {
   walk_every_track(120);
+}
+
+TEST_CASE("every question asked alone, from a fresh start, fits its screen at 80x40 and at 120x40") {
+  // Alone, a question glosses every term on its own screen (no earlier question glossed any): the most a
+  // screen holds before its prompt.
+  for (const unsigned columns : {80u, 120u}) {
+    std::string measured;
+    for (const runner::Question& q : quiz().questions) {
+      CAPTURE(q.number);
+      StateDir state;
+      Terminal t({kRunner, "quiz", "--track", "all", "--only", std::to_string(q.number), "--quick",
+                  "--device", "cpu"},
+                 columns, 40, state.env());
+      const size_t rows = rows_of(next_screen(t), columns);
+      measured += " Q" + std::to_string(q.number) + ":" + std::to_string(rows);
+      CHECK(rows <= 40);
+      t.type("q");
+      CHECK(t.wait_exit() == 0);
+    }
+    MESSAGE(columns << "x40, each question alone:" << measured);
+  }
 }
 
 TEST_CASE("a term glossed in one question is not glossed again in a later question or walk, and t shows it") {

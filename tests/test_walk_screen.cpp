@@ -23,6 +23,7 @@
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
 #include "support/process.h"
+#include "support/temp_folder.h"
 #include "support/terminal.h"
 
 namespace test_walk_screen {
@@ -38,17 +39,8 @@ const std::string kPrompt = "Your answer [a-d;";
 const std::string kPauseEnd = "q quit ";  // the pause line's last words, before the learner types
 
 // A private state folder: the walk's saved progress goes there, not to the person's running the tests.
-struct StateDir {
-  fs::path path;
-  StateDir() {
-    std::string tmpl = (fs::temp_directory_path() / "amp_lab_walk_screen_XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~StateDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+struct StateDir : test_support::TempFolder {
+  StateDir() : TempFolder("walk_screen") {}
   std::vector<std::string> env() const {
     return {"XDG_STATE_HOME=" + path.string(), "AMP_LAB_COMMAND=amp-lab"};
   }

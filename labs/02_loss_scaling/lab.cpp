@@ -32,6 +32,7 @@
 #include "lab/charts.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
+#include "lab/skip_record.h"
 #include "lab/underflow.h"
 
 namespace {
@@ -52,32 +53,6 @@ constexpr double kNearZeroShare = 0.01;     // with a scale, at most 1% do
 constexpr double kLossTolerance = 0.05;     // fp16 + GradScaler ends within 5% of fp32's final loss
 constexpr double kWorseFactor = 1.5;        // fp16 without scaling ends at least 1.5x fp32's final loss
 
-}  // namespace
-
-namespace lab02 {
-
-// skips-exactly-overflows, from three records per step: what the step returned, whether its gradients held
-// an inf or NaN (the lab's own backward at the step's scale, apart from the scaler and the learner's .grad)
-// and whether any weight changed (bitwise, apart from both).
-// A skipped step must leave every weight as it was and a stepped one move them. Empty when the records
-// agree, else the first step where they do not, in words.
-std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
-                          const std::vector<bool>& moved) {
-  if (stepped.size() != overflowed.size() || stepped.size() != moved.size())
-    return "records of unequal length";
-  for (size_t i = 0; i < stepped.size(); ++i) {
-    if (moved[i] == overflowed[i])
-      return fmt::format("step {}: gradients {}, weights {}", i, overflowed[i] ? "overflowed" : "finite",
-                         moved[i] ? "moved" : "unchanged");
-    if (stepped[i] != moved[i])
-      return fmt::format("step {}: step() returned {} and the weights {}", i, stepped[i] ? "true" : "false",
-                         moved[i] ? "moved" : "did not move");
-  }
-  return "";
-}
-}  // namespace lab02
-
-namespace {
 using namespace lab02;
 
 // ---- measure -----------------------------------------------------------------------------------------
@@ -304,7 +279,7 @@ void report_checks(const Result& m, lab::Report& r) {
   // overflowing step), on one that skips without an overflow (an inf left over in .grad without
   // zero_grad()), on one whose return value is not what happened (tests/lab02_loss_scaling_test.cpp feeds
   // it such a step), and on a scale that never backs off (a fixed scale of the learner's own).
-  const std::string mismatch = skip_mismatch(d.stepped, d.overflowed, d.moved);
+  const std::string mismatch = lab::skip_mismatch(d.stepped, d.overflowed, d.moved);
   r.check("skips-exactly-overflows",
           "the weights stood still on exactly the steps whose gradients overflowed, which step() reported "
           "skipped, and the scale grew again",

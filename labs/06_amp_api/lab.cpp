@@ -34,6 +34,7 @@
 #include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
+#include "lab/skip_record.h"
 
 namespace {
 
@@ -564,21 +565,6 @@ void report_api(const Result& m, lab::Report& r) {
       "torch.amp.GradScaler(\"cuda\")");
 }
 
-// skips-exactly-overflows, from the fp16 run's records: a step must leave the weights still exactly when the
-// lab's own backward at its scale overflowed, and train_step return whether they moved. Empty when the
-// records agree, else the first step where they do not, in words (lab 02 words it the same).
-std::string skip_mismatch(const StepRecord& rec) {
-  for (size_t i = 0; i < rec.stepped.size(); ++i) {
-    if (rec.moved[i] == rec.overflowed[i])
-      return fmt::format("step {}: gradients {}, weights {}", i, rec.overflowed[i] ? "overflowed" : "finite",
-                         rec.moved[i] ? "moved" : "unchanged");
-    if (rec.stepped[i] != rec.moved[i])
-      return fmt::format("step {}: step() returned {} and the weights {}", i,
-                         rec.stepped[i] ? "true" : "false", rec.moved[i] ? "moved" : "did not move");
-  }
-  return "";
-}
-
 // What the checks read, over every run.
 struct RunsSummary {
   bool trained = true, dtypes_right = true, kept = true;
@@ -635,7 +621,8 @@ void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& 
                   lab::percent(gap(fp16.final_loss, m.reference_fp32), 2)));
   // The fp16 run's records against one another: fails on opt.step() called whatever the scaler found (the
   // weights move on an overflowing step) and on a return value that is not what the step did.
-  const std::string mismatch = skip_mismatch(m.fp16);
+  // skips-exactly-overflows: the fp16 run's records agree step by step (src/lab/skip_record.h).
+  const std::string mismatch = lab::skip_mismatch(m.fp16.stepped, m.fp16.overflowed, m.fp16.moved);
   const auto overflowed = std::count(m.fp16.overflowed.begin(), m.fp16.overflowed.end(), true);
   r.check("skips-exactly-overflows",
           "fp16's weights stood still on exactly the steps whose gradients overflowed, which train_step "

@@ -10,8 +10,8 @@
 // every gradient of the model: with the gradients sharded no rank holds all of them, and a factor from one
 // rank's shard differs from rank to rank and from the unsharded run's. A norm that is inf or NaN (some shard
 // overflowed) must leave the gradients as they are (inf times 0 is NaN), and the step is then skipped on
-// every rank (the scaler, given the process group by lab.cpp, sees that). Return the norm of the true
-// gradients before the clip.
+// every rank (the scaler, which make_scaler below gives the process group, sees that). Return the norm of
+// the true gradients before the clip.
 //
 // What the lab (labs/16_gradient_clipping/lab.cpp) measures: your updates and norms, whole and sharded,
 // against an fp32 step it writes itself, with a max_norm that binds; a planted inf in one rank's shard must

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <ostream>
 #include <sstream>
 
@@ -185,6 +187,52 @@ int stop_signal() {
   return interrupt_signal() ? interrupt_signal() : SIGTERM;
 }
 
+// A suite runs the same lab with the same flags many times (each walk, each screen size, each question
+// alone). With $AMP_LAB_REPORT_CACHE naming a folder, a report the lab printed (exit 0 or 1) is kept there,
+// keyed by the executable (its path, size and modification time) and its arguments, and a later run with
+// the same key reads it instead of running the lab again. For the tests of what the walk shows (TESTING.md);
+// a learner's walk never sets it. "" when not set or the executable is not there.
+std::string cached_report_path(const std::vector<std::string>& args) {
+  const char* dir = std::getenv("AMP_LAB_REPORT_CACHE");
+  struct stat st {};
+  if (!dir || !*dir || ::stat(args.front().c_str(), &st) != 0) return "";
+  std::string key = fmt::format("{}:{}.{}", st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+  for (const auto& a : args) key += '\n' + a;
+  return fmt::format("{}/{:016x}.json", dir, std::hash<std::string>{}(key));
+}
+
+std::optional<LabOutcome> read_cached(const std::string& path) {
+  std::ifstream in(path);
+  if (path.empty() || !in) return std::nullopt;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    LabOutcome o;
+    read_report(o, j.at("out").get<std::string>());
+    o.exit_code = j.at("exit_code").get<int>();
+    o.notices = j.at("notices").get<std::vector<std::string>>();
+    o.seconds = j.at("seconds").get<double>();
+    if (o.kind == LabOutcome::Kind::Report) return o;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;  // unreadable: run the lab and write it again
+}
+
+// Written whole under a name of its own, then renamed: tests running at once may write the same key.
+void write_cached(const std::string& path, const LabOutcome& o, const std::string& out) {
+  if (path.empty() || o.kind != LabOutcome::Kind::Report) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = fmt::format("{}.{}.tmp", path, ::getpid());
+  {
+    std::ofstream f(tmp);
+    f << nlohmann::json{
+        {"out", out}, {"exit_code", o.exit_code}, {"notices", o.notices}, {"seconds", o.seconds}};
+    if (!f) return;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
+}
+
 }  // namespace
 
 LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::string>& flags, std::ostream& out,
@@ -201,6 +249,8 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
     }
     args.push_back(flags[i]);
   }
+  const std::string cache = cached_report_path(args);
+  if (auto cached = read_cached(cache)) return *cached;
   LiveLine line(out, live, "running " + lab_name(decl));
   // Its own process group (lab/child_process.h), so the terminal's Ctrl-C reaches the runner alone and the
   // runner decides when the lab stops; should the runner die without stopping it, the lab gets SIGTERM.
@@ -232,6 +282,7 @@ LabOutcome run_lab_process(const lab::LabDecl& decl, const std::vector<std::stri
     return o;
   }
   interpret(o, child, decl);
+  write_cached(cache, o, child.out());
   return o;
 }
 

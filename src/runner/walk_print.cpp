@@ -185,8 +185,10 @@ std::string lab_header(const Answered& a, const WalkOptions& options) {
 // lab's measured part in ever shorter forms. What the learner needs least before answering goes first: the
 // lab's header line (its device, seed and run time, most of them in the walk's header), then the glosses
 // of the lab's own terms (named for the t key), then the blank lines between the lab's sections, then that
-// line of names, then the lab's notes on its set-up above its first section. The question's own terms are
-// always glossed. Returns the form of the measured part to show, and adds the terms glossed to `glossed`.
+// line of names, then the lab's notes on its set-up above its first section, then the glosses of terms of a
+// single option that the lab's text shows (named for the t key, then not). The prompt's terms and those of
+// two options or more are always glossed. Returns the form of the measured part to show, and adds the terms
+// glossed to `glossed`.
 size_t fit_screen(const Answered& a, const WalkOptions& options, const std::vector<std::string>& measured,
                   std::set<std::string>& glossed, size_t reserved, const lab::Style& style,
                   ScreenGlosses& glosses) {
@@ -196,15 +198,18 @@ size_t fit_screen(const Answered& a, const WalkOptions& options, const std::vect
     size_t measured;  // index into `measured`
     bool all;         // every term glossed
     bool name_rest;   // the terms not glossed named on a line
+    bool shown_own;   // a term of one option that the lab's text shows is glossed as the question's own
   };
   size_t chosen = 0;
   for (const Step step :
-       {Step{0, true, true}, Step{1, true, true}, Step{1, false, true}, Step{2, false, true},
-        Step{2, false, false}, Step{3, false, true}, Step{3, false, false}}) {
+       {Step{0, true, true, true}, Step{1, true, true, true}, Step{1, false, true, true},
+        Step{2, false, true, true}, Step{2, false, false, true}, Step{3, false, true, true},
+        Step{3, false, false, true}, Step{3, false, true, false}, Step{3, false, false, false}}) {
     chosen = std::min(step.measured, measured.size() - 1);
     const size_t lab_rows = line_count(measured[chosen]);
-    glosses = glosses_before_prompt(*options.glossary, *a.question, measured[chosen], glossed, options.width,
-                                    rows > lab_rows ? rows - lab_rows : 0, step.name_rest, style);
+    glosses =
+        glosses_before_prompt(*options.glossary, *a.question, measured[chosen], glossed, options.width,
+                              rows > lab_rows ? rows - lab_rows : 0, step.name_rest, style, step.shown_own);
     if (lab_rows + glosses.rows <= rows && (glosses.all || !step.all)) break;
   }
   glossed.insert(glosses.glossed.begin(), glosses.glossed.end());

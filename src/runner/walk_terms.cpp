@@ -53,7 +53,7 @@ std::vector<const Term*> question_terms(const Glossary& glossary, const Question
 
 ScreenGlosses glosses_before_prompt(const Glossary& glossary, const Question& q, const std::string& shown,
                                     const std::set<std::string>& glossed, size_t width, size_t room,
-                                    bool name_rest, const lab::Style& style) {
+                                    bool name_rest, const lab::Style& style, bool shown_as_own) {
   const std::vector<const Term*> own = question_terms(glossary, q, "");  // the prompt's and the options'
   std::vector<const Term*> lab_terms, own_terms;                         // not glossed yet
   for (const Term* t : question_terms(glossary, q, shown)) {
@@ -62,7 +62,7 @@ ScreenGlosses glosses_before_prompt(const Glossary& glossary, const Question& q,
   }
   // A term only the options use is glossed when two options or more use it: a gloss of a term of one option
   // alone would point at that option (t shows it all the same).
-  const std::vector<const Term*> in_text = glossary.terms_in(q.prompt + "\n" + shown);
+  const std::vector<const Term*> in_text = glossary.terms_in(q.prompt + "\n" + (shown_as_own ? shown : ""));
   std::erase_if(own_terms, [&](const Term* t) {
     if (std::find(in_text.begin(), in_text.end(), t) != in_text.end()) return false;
     size_t options_using = 0;
@@ -72,6 +72,8 @@ ScreenGlosses glosses_before_prompt(const Glossary& glossary, const Question& q,
       options_using += !glossary.terms_in(option).empty() && Glossary({*t}).terms_in(option).size() == 1 &&
                        lowered_has(option, t->name);
     }
+    // Not the question's own: a term the lab's text shows is one of the lab's terms.
+    if (options_using < 2 && !shown_as_own && lowered_has(shown, t->name)) lab_terms.push_back(t);
     return options_using < 2;
   });
   // The first `k` of the lab's terms glossed with the question's own, and the line naming the rest.

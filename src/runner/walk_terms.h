@@ -29,7 +29,9 @@ std::vector<const Term*> question_terms(const Glossary& glossary, const Question
 // question_terms() not in `glossed` (the names shown so far), the lab's first and the question's own last.
 // All of them when they fit in `room` rows; else the question's own and as many of the lab's as fit, in
 // order, and with `name_rest` a last line that names the others (for the t key). Above `room` only when
-// the question's own terms alone need more.
+// the question's own terms alone need more. A term of fewer than two options counts as the question's own
+// when the lab's text shows it too; with `shown_as_lab` false it counts as the lab's (named, not glossed,
+// when it does not fit): a screen's last resort.
 struct ScreenGlosses {
   std::string text;                  // "Terms:", a gloss a line, then the line naming the rest; "" for none
   std::vector<std::string> glossed;  // the names of the terms glossed
@@ -38,7 +40,7 @@ struct ScreenGlosses {
 };
 ScreenGlosses glosses_before_prompt(const Glossary& glossary, const Question& q, const std::string& shown,
                                     const std::set<std::string>& glossed, size_t width, size_t room,
-                                    bool name_rest, const lab::Style& style);
+                                    bool name_rest, const lab::Style& style, bool shown_as_own = true);
 
 // The names of the terms glossed in earlier walks, kept in the progress file under "terms_shown" (a list of
 // names); empty without a store, or when the key is missing or not such a list.
