@@ -175,6 +175,20 @@ TEST_CASE("mx_quantize gives a block of zeros the scale byte 0 and a block with 
   }
 }
 
+TEST_CASE("mx_quantize keeps torchao's scale byte 0 for a block below 2^-118, so E4M3 returns it halved") {
+  // amax 2^-122: Floor's exponent -122 - 8 is clamped to E8M0's -127 (the byte 0), but the elements are
+  // divided by fp32's smallest normal 2^-126 (torchao's F32_MIN_NORMAL), giving 16; mx_dequantize multiplies
+  // by 2^-127 (torchao's get_fp_scale): 2^-123. RCeil's byte 0 leaves the values unscaled instead.
+  const torch::Tensor x = torch::full({1, 32}, std::ldexp(1.0f, -122));
+  const amp::MxTensor q = amp::mx_quantize(x, torch::kFloat8_e4m3fn);
+  CHECK(scale_bytes(q).item<int>() == 0);
+  CHECK(q.elements[0][0].item<float>() == 16.0f);
+  CHECK(amp::mx_dequantize(q)[0][0].item<float>() == std::ldexp(1.0f, -123));
+  const amp::MxTensor r = amp::mx_quantize(x, torch::kFloat8_e4m3fn, 32, amp::MxScaleMode::RCeil);
+  CHECK(scale_bytes(r).item<int>() == 0);
+  CHECK(r.elements[0][0].item<float>() == 0.0f);  // 2^-122 is far below E4M3's smallest subnormal
+}
+
 namespace {
 
 thread_local int host_reads = 0;  // ops that read a tensor's value back to the host, while counted

@@ -11,8 +11,9 @@
 //
 // The scale of a block follows from its largest magnitude amax and the element format's largest power of
 // two emax (E4M3 8, E5M2 15, E2M1 2), as torchao's ScaleCalculationMode computes it:
-//   Floor  2^(floor(log2(amax)) - emax): the spec's rule. Values above 2^emax x 1.75 (E4M3: amax in
-//          [448, 512) x 2^k) exceed the element's maximum and saturate to it.
+//   Floor  2^(floor(log2(amax)) - emax): the spec's rule. amax / scale lies in [2^emax, 2^(emax+1)), above
+//          the element's maximum (E4M3 448 and E5M2 57344: 1.75 x 2^emax; E2M1 6: 1.5 x 2^emax) when
+//          amax's mantissa exceeds 1.75 (1.5): such values saturate to the maximum.
 //   Ceil   the exponent of amax rounded up when amax is not a power of two: nothing saturates.
 //   Even   amax first rounded to the element format's mantissa width (ties away), then Floor.
 //   RCeil  2^ceil(log2(amax / element max)) (cuBLAS's and Transformer Engine's MXFP8 rule); the elements
