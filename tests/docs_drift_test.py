@@ -38,6 +38,9 @@ EXTERNAL_NAMES = {
         "bf16_stochastic_round", "_fp32_to_bf16_sr", "torchao/optim/quant_utils.py",
         # pytorch/ao, torchao/float8/float8_aten_api.py, the emulated FP8 matmul
         "torchao.float8", "mm_float8_emulated", "torchao/float8/float8_aten_api.py",
+        # pytorch/ao, torchao/prototype/mx_formats/mx_tensor.py and config.py, the MX block formats
+        "torchao.prototype.mx_formats", "to_mx", "to_dtype", "ScaleCalculationMode",
+        "torchao/prototype/mx_formats/mx_tensor.py",
     },
     # NVIDIA/TransformerEngine, transformer_engine/common/recipe/__init__.py
     "Transformer Engine": {

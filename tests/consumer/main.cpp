@@ -26,6 +26,7 @@
 #include "amp/distributed.h"
 #include "amp/error.h"
 #include "amp/grad_scaler.h"
+#include "amp/mx.h"
 #include "amp/nonfinite.h"
 
 constexpr int kSteps = 40;  // enough for the loss to fall well below its start
@@ -105,6 +106,8 @@ int main() {
     amp::NonfiniteWatch inner;  // watches do not nest
   }));
   count(refused("distributed", [] { amp::found_inf_all_reduce(/*group=*/{}); }));
+  // 40 values do not split into MX blocks of 32.
+  count(refused("mx_quantize", [] { amp::mx_quantize(torch::ones({40}), torch::kFloat8_e4m3fn); }));
 
   // Targets from a fixed random linear map, so the model can fit them.
   const torch::Tensor x = torch::randn({kBatch, kFeatures}, device);

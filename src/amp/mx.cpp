@@ -1,0 +1,257 @@
+#include "amp/mx.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+namespace amp {
+namespace {
+
+constexpr int kF32MantissaBits = 23;
+constexpr int kF32ExponentBias = 127;
+constexpr int64_t kE8m0Bias = 127;
+constexpr int64_t kE8m0Nan = 0xFF;  // the spec's NaN scale
+constexpr int64_t kE8m0Inf = 0xFE;  // RCeil's scale of an infinite amax (torchao's _to_mx_rceil)
+// fp32's smallest normal, 2^-126: the least divisor Floor, Ceil and Even use (torchao's F32_MIN_NORMAL).
+constexpr double kF32MinNormal = 1.1754943508222875e-38;
+
+// What the quantizer needs of an element format.
+struct ElementFormat {
+  int mantissa_bits;
+  int max_pow2;    // the exponent of the largest power of two it holds: emax
+  double max_pos;  // its largest finite value
+};
+
+ElementFormat format_of(torch::ScalarType element) {
+  switch (element) {
+    case torch::kFloat8_e4m3fn:
+      return {3, 8, 448.0};
+    case torch::kFloat8_e5m2:
+      return {2, 15, 57344.0};
+    default:  // kFloat4_e2m1fn_x2, checked by the callers
+      return {1, 2, 6.0};
+  }
+}
+
+bool is_element_format(torch::ScalarType t) {
+  return t == torch::kFloat8_e4m3fn || t == torch::kFloat8_e5m2 || t == torch::kFloat4_e2m1fn_x2;
+}
+
+template <typename T>
+std::string str(const T& v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// fp32 -> FP4 E2M1 codes in the low 4 bits of a uint8, round to nearest even, saturating at 6 (no inf or
+// NaN codes; a NaN gets whatever its bits make): torchao's _f32_to_floatx_unpacked(x, 2, 1), op for op.
+torch::Tensor f32_to_e2m1_codes(const torch::Tensor& x) {
+  constexpr int kEbits = 2, kMbits = 1, kExpBias = 1;
+  constexpr double kMaxNormal = 6.0, kMinNormal = 1.0;
+  constexpr int kMagicAdder = (1 << (kF32MantissaBits - kMbits - 1)) - 1;
+  // Adding 2^22 (exponent 127 - 1 + 23 - 1 + 1) to a magnitude below 1 rounds it to a multiple of 0.5 in
+  // the mantissa's low bits: the subnormal codes 0, 1 and the smallest normal 2.
+  constexpr int32_t kDenormExp = (kF32ExponentBias - kExpBias) + (kF32MantissaBits - kMbits) + 1;
+  constexpr int32_t kDenormMaskInt = kDenormExp << kF32MantissaBits;
+  constexpr double kDenormMaskFloat = 4194304.0;  // kDenormMaskInt read as fp32: 2^22
+  const torch::Tensor bits = x.view(torch::kInt);
+  const torch::Tensor sign = bits.bitwise_and(std::numeric_limits<int32_t>::min());
+  const torch::Tensor mag = bits.bitwise_xor(sign).view(torch::kFloat);
+  const torch::Tensor saturate = mag.ge(kMaxNormal);
+  const torch::Tensor denormal = saturate.logical_not().logical_and(mag.lt(kMinNormal));
+  const torch::Tensor normal = saturate.logical_or(denormal).logical_not();
+  const torch::Tensor denormal_x =
+      (mag + kDenormMaskFloat).view(torch::kInt).sub(kDenormMaskInt).to(torch::kByte);
+  const torch::Tensor mag_bits = mag.view(torch::kInt);
+  const torch::Tensor mant_odd = mag_bits.bitwise_right_shift(kF32MantissaBits - kMbits).bitwise_and(1);
+  const int32_t val_to_add = ((kExpBias - kF32ExponentBias) << kF32MantissaBits) + kMagicAdder;
+  const torch::Tensor normal_x =
+      (mag_bits + val_to_add + mant_odd).bitwise_right_shift(kF32MantissaBits - kMbits).to(torch::kByte);
+  constexpr int64_t kMaxCode = (1 << (kEbits + kMbits)) - 1;
+  torch::Tensor codes = torch::full_like(mag, kMaxCode, torch::kByte);
+  codes = torch::where(denormal, denormal_x, codes);
+  codes = torch::where(normal, normal_x, codes);
+  constexpr int kSignShift = kF32MantissaBits + 8 - kMbits - kEbits;
+  const torch::Tensor sign_code =
+      sign.bitwise_right_shift(kSignShift).to(torch::kByte).bitwise_and(1 << (kEbits + kMbits));
+  return codes.bitwise_or(sign_code);
+}
+
+// E2M1 codes (low 4 bits of a uint8) -> fp32: torchao's _floatx_unpacked_to_f32(x, 2, 1), its masked
+// writes as where.
+torch::Tensor e2m1_codes_to_f32(const torch::Tensor& codes) {
+  constexpr int kEbits = 2, kMbits = 1, kExpBias = 1;
+  const torch::Tensor sign = codes.bitwise_and(1 << (kEbits + kMbits));
+  const torch::Tensor pos = codes.bitwise_xor(sign);
+  const torch::Tensor zero = pos.eq(0);
+  const torch::Tensor denormal = pos.gt(0).logical_and(pos.bitwise_right_shift(kMbits).eq(0));
+  const torch::Tensor exp_f32 = (pos.bitwise_right_shift(kMbits) - kExpBias + kF32ExponentBias)
+                                    .to(torch::kInt)
+                                    .bitwise_left_shift(kF32MantissaBits);
+  const torch::Tensor mant_f32 =
+      pos.bitwise_and((1 << kMbits) - 1).to(torch::kInt).bitwise_left_shift(kF32MantissaBits - kMbits);
+  torch::Tensor result = exp_f32.bitwise_or(mant_f32);
+  result = torch::where(zero, torch::zeros_like(result), result);
+  // The one subnormal code, 0.5: fp32 exponent 126.
+  constexpr int32_t kHalfBits = (1 - kExpBias + kF32ExponentBias - kMbits) << kF32MantissaBits;
+  result = torch::where(denormal, torch::full_like(result, kHalfBits), result);
+  const torch::Tensor sign_f32 =
+      sign.to(torch::kInt).bitwise_left_shift(kF32MantissaBits - kMbits + 8 - kEbits);
+  return result.bitwise_or(sign_f32).view(torch::kFloat);
+}
+
+// Two E2M1 codes a byte, the even-indexed one low (torchao's pack_uint4), and back (unpack_uint4).
+torch::Tensor pack_nibbles(const torch::Tensor& codes) {
+  std::vector<int64_t> shape = codes.sizes().vec();
+  shape.back() /= 2;
+  const torch::Tensor flat = codes.contiguous().view({-1});
+  const int64_t n = flat.numel();
+  const torch::Tensor low = flat.slice(/*dim=*/0, /*start=*/0, /*end=*/n, /*step=*/2);
+  const torch::Tensor high = flat.slice(/*dim=*/0, /*start=*/1, /*end=*/n, /*step=*/2);
+  return low.bitwise_or(high.bitwise_left_shift(4)).view(shape);
+}
+
+torch::Tensor unpack_nibbles(const torch::Tensor& packed) {
+  std::vector<int64_t> shape = packed.sizes().vec();
+  shape.back() *= 2;
+  const torch::Tensor bytes = packed.contiguous();
+  return torch::stack({bytes.bitwise_and(0x0F), bytes.bitwise_right_shift(4)}, /*dim=*/-1).view(shape);
+}
+
+// Ceil(log2(amax / max_pos)) as the scale byte, and the elements x times the scale's reciprocal:
+// torchao's _to_mx_rceil without the Blackwell instruction (its eager path on every device).
+std::pair<torch::Tensor, torch::Tensor> rceil(const torch::Tensor& blocks, const torch::Tensor& amax,
+                                              const ElementFormat& f) {
+  const torch::Tensor descale = amax / f.max_pos;
+  const torch::Tensor normal =
+      (torch::ceil(torch::log2(descale)).clamp(-kE8m0Bias, kE8m0Bias) + kE8m0Bias).to(torch::kByte);
+  const torch::Tensor exponent =
+      torch::where(torch::isnan(descale), torch::full_like(normal, kE8m0Nan),
+                   torch::where(torch::isinf(descale), torch::full_like(normal, kE8m0Inf), normal));
+  // NaN stays NaN, inf divides by 2^127, the byte 0 leaves the values as they are.
+  const torch::Tensor reciprocal =
+      torch::where(exponent.eq(kE8m0Nan), descale,
+                   torch::where(exponent.eq(kE8m0Inf), torch::full_like(descale, std::ldexp(1.0, -127)),
+                                torch::where(exponent.eq(0), torch::ones_like(descale),
+                                             torch::exp2(kE8m0Bias - exponent.to(torch::kFloat)))));
+  return {exponent, (blocks * reciprocal).clamp(-f.max_pos, f.max_pos)};
+}
+
+// Floor, Ceil and Even from amax's fp32 bits, and the elements x divided by the scale: torchao's to_mx.
+std::pair<torch::Tensor, torch::Tensor> from_exponent_bits(const torch::Tensor& blocks, torch::Tensor amax,
+                                                           const ElementFormat& f, MxScaleMode mode,
+                                                           bool clamp_elements) {
+  const torch::Tensor nan = torch::isnan(amax);
+  if (mode == MxScaleMode::Even) {
+    // amax rounded to the element's mantissa width, half away from zero, before its exponent is read.
+    const int32_t half_ulp = 1 << (kF32MantissaBits - f.mantissa_bits - 1);
+    const int32_t sign_and_exponent = static_cast<int32_t>(0xFF800000u);
+    const torch::Tensor rounded =
+        (amax.view(torch::kInt) + half_ulp).bitwise_and(sign_and_exponent).view(torch::kFloat);
+    amax = torch::where(nan, amax, rounded);
+  }
+  const torch::Tensor bits = amax.view(torch::kInt);
+  torch::Tensor pow2 = bits.bitwise_right_shift(kF32MantissaBits).bitwise_and(0xFF) - kF32ExponentBias;
+  if (mode == MxScaleMode::Ceil) pow2 = pow2 + bits.bitwise_and(0x7FFFFF).gt(0).to(torch::kInt);
+  // Clamped to E8M0's exponents; one more above, where a NaN or inf amax lands.
+  const torch::Tensor unbiased = (pow2 - f.max_pow2).clamp(-kE8m0Bias, kE8m0Bias + 1);
+  const torch::Tensor biased =
+      torch::where(nan, torch::full_like(unbiased, kE8m0Nan), unbiased + kE8m0Bias).to(torch::kByte);
+  const torch::Tensor scale = biased.to(torch::kInt)
+                                  .bitwise_left_shift(kF32MantissaBits)
+                                  .view(torch::kFloat)
+                                  .clamp_min(kF32MinNormal);
+  torch::Tensor elements = blocks / scale;
+  if (clamp_elements) elements = elements.clamp(-f.max_pos, f.max_pos);
+  return {biased, elements};
+}
+
+}  // namespace
+
+MxTensor mx_quantize(const torch::Tensor& x, torch::ScalarType element, int64_t block_size,
+                     MxScaleMode mode) {
+  constexpr const char* kWhere = "mx_quantize";
+  if (!x.defined()) throw MxError(kWhere, "x is an undefined tensor");
+  const auto dtype = x.scalar_type();
+  if (dtype != torch::kFloat && dtype != torch::kBFloat16 && dtype != torch::kHalf)
+    throw MxError(kWhere, "x must be fp32, bf16 or fp16, got " + str(dtype));
+  if (!is_element_format(element))
+    throw MxError(kWhere,
+                  "element must be Float8_e4m3fn, Float8_e5m2 or Float4_e2m1fn_x2, got " + str(element));
+  if (x.dim() == 0) throw MxError(kWhere, "x must have at least one dimension, got a 0-dimensional tensor");
+  const bool fp4 = element == torch::kFloat4_e2m1fn_x2;
+  if (block_size < 1 || (fp4 && block_size % 2 != 0))
+    throw MxError(kWhere, "block_size must be " + std::string(fp4 ? "even and positive" : "positive") +
+                              ", got " + std::to_string(block_size));
+  const int64_t last = x.size(-1);
+  if (last % block_size != 0)
+    throw MxError(kWhere, "the last dimension (" + std::to_string(last) +
+                              ") must be a multiple of block_size (" + std::to_string(block_size) + ")");
+  torch::NoGradGuard no_grad;
+  const ElementFormat f = format_of(element);
+  std::vector<int64_t> block_shape = x.sizes().vec();
+  block_shape.back() = last / block_size;
+  block_shape.push_back(block_size);
+  const torch::Tensor blocks = x.detach().contiguous().view(block_shape).to(torch::kFloat);
+  const torch::Tensor amax = blocks.abs().amax(/*dim=*/-1, /*keepdim=*/true);
+  // torchao clamps FP8 elements before the cast (an FP8 cast of a finite value above the maximum did not
+  // saturate before torch 2.12); FP4's conversion saturates by itself.
+  auto [scale_bytes, scaled] = mode == MxScaleMode::RCeil
+                                   ? rceil(blocks, amax, f)
+                                   : from_exponent_bits(blocks, amax, f, mode, /*clamp_elements=*/!fp4);
+  MxTensor q;
+  q.element = element;
+  q.block_size = block_size;
+  q.scales = scale_bytes.squeeze(-1).view(torch::kFloat8_e8m0fnu);
+  const torch::Tensor flat = scaled.view(x.sizes());
+  q.elements = fp4 ? pack_nibbles(f32_to_e2m1_codes(flat)) : flat.to(element);
+  return q;
+}
+
+torch::Tensor mx_dequantize(const MxTensor& q, torch::ScalarType out) {
+  constexpr const char* kWhere = "mx_dequantize";
+  if (!q.scales.defined() || !q.elements.defined())
+    throw MxError(kWhere, "q's scales or elements are undefined");
+  if (!is_element_format(q.element))
+    throw MxError(kWhere,
+                  "q.element must be Float8_e4m3fn, Float8_e5m2 or Float4_e2m1fn_x2, got " + str(q.element));
+  if (out != torch::kFloat && out != torch::kBFloat16 && out != torch::kHalf)
+    throw MxError(kWhere, "out must be fp32, bf16 or fp16, got " + str(out));
+  const bool fp4 = q.element == torch::kFloat4_e2m1fn_x2;
+  const auto stored = fp4 ? torch::kByte : q.element;
+  if (q.elements.scalar_type() != stored)
+    throw MxError(kWhere, "q.elements must be " + str(stored) + " for " + str(q.element) + ", got " +
+                              str(q.elements.scalar_type()));
+  const auto scale_type = q.scales.scalar_type();
+  if (scale_type != torch::kFloat8_e8m0fnu && scale_type != torch::kByte)
+    throw MxError(kWhere, "q.scales must be Float8_e8m0fnu or Byte, got " + str(scale_type));
+  if (q.elements.dim() == 0 || q.block_size < 1)
+    throw MxError(kWhere, "q.elements must have a dimension and q.block_size be positive");
+  std::vector<int64_t> shape = q.elements.sizes().vec();
+  if (fp4) shape.back() *= 2;
+  std::vector<int64_t> scale_shape = shape;
+  scale_shape.back() /= q.block_size;
+  if (shape.back() % q.block_size != 0 || q.scales.sizes().vec() != scale_shape)
+    throw MxError(kWhere, "q.scales' shape " + str(q.scales.sizes()) + " does not hold one scale per " +
+                              std::to_string(q.block_size) + " elements of " +
+                              str(torch::IntArrayRef(shape)));
+  torch::NoGradGuard no_grad;
+  const torch::Tensor values =
+      fp4 ? e2m1_codes_to_f32(unpack_nibbles(q.elements)).to(out) : q.elements.contiguous().to(out);
+  // 2^(byte - 127) in fp32 (2^-127 is an fp32 subnormal), NaN for 0xFF, then in `out`: torchao's
+  // get_fp_scale.
+  const torch::Tensor bytes = q.scales.contiguous().view(torch::kByte);
+  const torch::Tensor offset = bytes.to(torch::kShort) - kE8m0Bias;
+  torch::Tensor scale = torch::pow(torch::full_like(offset, 2.0, torch::kFloat), offset);
+  scale = torch::where(bytes.ne(kE8m0Nan), scale, torch::full_like(scale, std::nan("")));
+  return (values.reshape({-1, q.block_size}) * scale.reshape({-1, 1}).to(out)).view(shape);
+}
+
+}  // namespace amp
