@@ -135,7 +135,10 @@ elseif(STEP STREQUAL "runner")
   string(REGEX REPLACE "[ \t\r\n]+" "" flat "${out}")  # the help text is wrapped, even inside the path
   string(REGEX REPLACE "[ \t\r\n]+" "" flat_prefix "${prefix}")
   require_match("${flat}" "\\(default:${flat_prefix}/share/amp-lab/quiz\\.yaml\\)" "the installed runner's quiz file")
-  run("amp-lab quiz --answers abcdabcd" COMMAND ${CMAKE_COMMAND} -E env --unset=AMP_LAB_QUIZ NO_COLOR=1
+  # A state folder of the test's own: the person's saved progress is neither read nor written.
+  set(state XDG_STATE_HOME=${WORK}/state)
+  file(REMOVE_RECURSE ${WORK}/state)
+  run("amp-lab quiz --answers abcdabcd" COMMAND ${CMAKE_COMMAND} -E env --unset=AMP_LAB_QUIZ NO_COLOR=1 ${state}
       ${prefix}/bin/amp-lab quiz --only 1,2,3,4,5,6,7,8 --file-order --answers abcdabcd --quick --device cpu WORKING_DIRECTORY ${elsewhere} OUTPUT out)
   # Each question names its lab's folder relative to the project, not to the clone it was built in.
   foreach(lab 01_master_weights 02_loss_scaling 03_number_formats 04_fp32_accumulation 05_memory_throughput
@@ -145,7 +148,7 @@ elseif(STEP STREQUAL "runner")
   # Its glossary and exercises come from beside its quiz file.
   run("amp-lab glossary" COMMAND ${prefix}/bin/amp-lab glossary --no-color WORKING_DIRECTORY ${elsewhere} OUTPUT out)
   require_match("${out}" "\nloss scale: " "the installed runner's glossary")
-  run("amp-lab exercises" COMMAND ${prefix}/bin/amp-lab exercises --no-color WORKING_DIRECTORY ${elsewhere} OUTPUT out)
+  run("amp-lab exercises" COMMAND ${CMAKE_COMMAND} -E env ${state} ${prefix}/bin/amp-lab exercises --no-color WORKING_DIRECTORY ${elsewhere} OUTPUT out)
   require_match("${out}" "\n02 +the scale/step/update loop" "the installed runner's exercises")
   message(STATUS "the installed runner answered 8 questions from ${elsewhere}, glossed from its glossary.yaml")
 
