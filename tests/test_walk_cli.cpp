@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 using namespace test_support;
 
 const std::string kRunner = AMP_LAB_BINARY_DIR "/bin/amp-lab";
-constexpr unsigned kNoSize =
-    0;  // a pty whose size is not set, as forkpty leaves it: the width falls back to 80
+// A pty whose size is not set, as forkpty leaves it: the width falls back to 80.
+constexpr unsigned kNoSize = 0;
 
 TEST_CASE("scripted right answers score full marks and exit 0") {
   const auto r = run(kTwo + " --answers cd");
