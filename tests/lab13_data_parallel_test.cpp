@@ -1,7 +1,8 @@
 // Lab 13 (data-parallel, Q13) beyond tests/test_labs.cpp: its numbers, its ranks and their faults. The
 // faults are driven from outside the training loop: the test reads the ranks' process ids from the file
 // AMP_LAB_RANK_PIDS names and kills or stops one, or points a rank at a master that never answers. Every
-// network wait is bounded by AMP_LAB_RANK_TIMEOUT, set short here; only loopback addresses are used.
+// network wait is bounded by AMP_LAB_RANK_TIMEOUT, set short here; only loopback addresses are used. Under
+// amp-lab, Ctrl-C twice while the ranks run leaves none of them behind.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -30,10 +31,13 @@
 #include "lab/libtorch.h"
 #include "lab/ranks.h"
 #include "lab_test_support.h"
+#include "support/folder.h"
 
 namespace lab13_data_parallel_test {
 
 namespace {
+
+using test_support::Folder;
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -189,6 +193,23 @@ std::vector<std::string> rank1_of(int port, const std::vector<std::string>& more
                                "MASTER_PORT=" + std::to_string(port)};
   env.insert(env.end(), more.begin(), more.end());
   return env;
+}
+
+// The processes running `exe` now (by /proc/PID/exe) that carry `mark` ("NAME=value") in their environment:
+// a walk's lab and ranks inherit it, and the lab 13 runs of other tests and other builds do not have it.
+std::vector<int> processes_of(const std::string& exe, const std::string& mark) {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const auto target = fs::read_symlink(e.path() / "exe", ec);
+    if (ec || target != exe) continue;
+    std::ifstream environ(e.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(environ, var, '\0');)
+      if (var == mark) pids.push_back(std::stoi(name));
+  }
+  return pids;
 }
 
 lab::Report report_of(const Child& c) {
@@ -396,7 +417,7 @@ TEST_CASE("in job mode, a rank that came and then answered nothing is named, wit
   CHECK(err.find(".cc:") == std::string::npos);
 }
 
-// ---- Ranks that stop late, exit early or leave processes behind (spawn_ranks on small shell ranks) ----
+// ---- Ranks that stop late, exit early or leave processes behind (spawn_ranks on small shell ranks) --------
 
 namespace {
 
@@ -544,6 +565,31 @@ TEST_CASE("in a job of 3, a rank killed mid-run is the one every healthy rank na
     CHECK(err.find("rank 2 of 3 stopped answering") != std::string::npos);
     CHECK(err.find("rank 0 of 3") == std::string::npos);
   }
+}
+
+// ---- Under amp-lab ----------------------------------------------------------------------------------------
+
+TEST_CASE("Ctrl-C twice during lab 13 stops it and leaves none of its rank processes behind") {
+  const std::string exe = kLab, mark = "AMP_LAB13_TEST_WALK=" + std::to_string(::getpid());
+  Folder dir("amp_lab_cli_ranks");
+  const std::string d = dir.path.string();
+  std::ofstream(dir.path / "run.sh")
+      << "cd '" << d << "'\nmkfifo in\nexec 3<>in\nexport " << mark << "\n"
+      << "NO_COLOR=1 '" AMP_LAB_BINARY_DIR
+         "/bin/amp-lab' quiz --track all --device cpu --only 13 <in >out 2>err &\n"
+      << "pid=$!\n"
+      // Once the lab and at least one rank run (three processes of lab 13's executable), Ctrl-C twice.
+      << "for i in $(seq 600); do n=0; for p in /proc/[0-9]*; do [ \"$(readlink $p/exe)\" = '" << exe
+      << "' ] && tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -qx '" << mark
+      << "' && n=$((n+1)); done; [ $n -ge 3 ] && break; sleep 0.05; done\necho $n > ranks\n"
+      << "kill -INT $pid; sleep 0.3; kill -INT $pid\nwait $pid\necho $? > code\n";
+  REQUIRE(std::system(("bash '" + d + "/run.sh'").c_str()) == 0);
+  CHECK(std::stoi(slurp(dir.path / "ranks")) >= 3);  // caught while its ranks ran
+  CHECK(std::stoi(slurp(dir.path / "code")) == 130);
+  const std::string out = slurp(dir.path / "out");
+  CHECK(out.find("Stopped (interrupted).") != std::string::npos);
+  CHECK(out.find("The lab failed") == std::string::npos);
+  CHECK(processes_of(exe, mark).empty());
 }
 
 }  // namespace lab13_data_parallel_test

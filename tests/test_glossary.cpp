@@ -1,6 +1,6 @@
 // The glossary (glossary.yaml, read by src/runner/glossary.h): it finds terms as whole words, glosses each
-// once per walk, covers every piece of jargon the labs print (a list kept here, apart from the glossary), and
-// no gloss gives a question's answer away before it is asked.
+// once per walk (in the real amp-lab's walk too), covers every piece of jargon the labs print (a list kept
+// here, apart from the glossary), and no gloss gives a question's answer away before it is asked.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "runner/glossary.h"
 #include "runner/quiz.h"
 #include "support/answer_leak.h"
+#include "support/cli.h"
 #include "support/process.h"
 
 namespace {
@@ -270,6 +271,18 @@ TEST_CASE(
     sourced += !t.source.empty();
   }
   CHECK(sourced * 10 >= glossary().terms().size() * 9);
+}
+
+TEST_CASE("a term is glossed the first time the walk shows it, once, and amp-lab glossary lists the terms") {
+  const auto r = test_support::run("quiz --quick --device cpu --only 2,7 --file-order --answers ss");
+  REQUIRE(r.code == 0);
+  // Lab 02 shows them first; lab 07 does not gloss them again (its report has a "GradScaler: ..." row).
+  CHECK(test_support::count(r.out, "  subnormal: a nonzero") == 1);
+  CHECK(test_support::count(r.out, "  GradScaler: PyTorch's loss-scaling object") == 1);
+  const auto g = test_support::run("glossary");
+  CHECK(g.code == 0);
+  for (const char* term : {"subnormal:", "GradScaler:", "ulp:", "E4M3:"})
+    CHECK(test_support::has(g.out, term));
 }
 
 TEST_CASE("amp-lab glossary lists every term with its source, within the width") {

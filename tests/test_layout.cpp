@@ -1,7 +1,8 @@
 // Layout to a terminal's width: prose wraps at word boundaries, tables narrow or fold into records, charts
 // keep their bars on one row each, and nothing is wider than the width asked for. The last two cases hold
 // every lab's real report (its executable's --json) and every explanation in quiz.yaml to that at 80 and
-// 120 columns, so a lab or question added later is covered without a new test.
+// 120 columns, so a lab or question added later is covered without a new test; the walk through the real
+// amp-lab keeps to COLUMNS, and each question's screen to 40 rows at 80x40.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -28,7 +29,9 @@
 #include "lab/text.h"
 #include "runner/catalog_labs.h"
 #include "runner/quiz.h"
+#include "support/cli.h"
 #include "support/process.h"
+#include "support/walk.h"
 
 namespace {
 
@@ -201,7 +204,7 @@ TEST_CASE("terminal_width on a terminal takes its columns and ignores COLUMNS") 
   REQUIRE(::unlockpt(master) == 0);
   const int tty = ::open(::ptsname(master), O_RDWR | O_NOCTTY);
   REQUIRE(tty >= 0);
-  struct winsize size {};
+  struct winsize size{};
   size.ws_col = 132;
   size.ws_row = 40;
   REQUIRE(::ioctl(tty, TIOCSWINSZ, &size) == 0);
@@ -377,5 +380,57 @@ TEST_CASE(
     for (const auto& [lead, text] : paragraphs)
       for (const size_t width : {80, 120})
         check_fits(lab::paragraph(lead, text, width), lead + " " + text, width);
+  }
+}
+
+// ---- The walk through the real amp-lab, to the width and the height it is given ---------------------------
+
+TEST_CASE("the walk is laid out to the width: no line longer than COLUMNS at 80 and at 120") {
+  for (const char* columns : {"80", "120"}) {
+    CAPTURE(columns);
+    const auto r = test_support::run(
+        std::string("quiz --track all --quick --device cpu --only 2,3,13,14 --file-order --answers abcd"), "",
+        "amp-lab", std::string("COLUMNS=") + columns);
+    // Typed answers: the summary then also says where the progress was saved.
+    const auto typed = test_support::run("quiz --quick --device cpu --file-order --only 1", "a\n", "amp-lab",
+                                         std::string("COLUMNS=") + columns);
+    REQUIRE(r.code == 0);
+    REQUIRE(typed.code == 0);
+    REQUIRE(test_support::has(typed.out, "Progress saved in"));
+    std::istringstream lines(r.out + typed.out);
+    for (std::string line; std::getline(lines, line);) {
+      size_t glyphs = 0;
+      for (unsigned char c : line) glyphs += (c & 0xC0) != 0x80;
+      CAPTURE(line);
+      CHECK(glyphs <= static_cast<size_t>(std::stoi(columns)));
+    }
+  }
+}
+
+TEST_CASE("at 80x40 each question's screen, from its banner to its prompt, fits the terminal's 40 rows") {
+  const auto all = runner::select_track(test_support::project_quiz(), runner::kAllTracks);
+  const auto r = test_support::run("quiz --quick --device cpu --track all --file-order --answers " +
+                                       std::string(all.questions.size(), 's'),
+                                   "", "amp-lab", "COLUMNS=80 LINES=40");
+  REQUIRE(r.code == 0);
+  size_t from = 0, i = 0;
+  for (const auto& q : all.questions) {
+    CAPTURE(q.number);
+    const size_t banner = r.out.find("━━ " + std::to_string(++i) + "/", from);
+    REQUIRE(banner != std::string::npos);
+    const size_t prompt = r.out.find("Your answer", banner);
+    REQUIRE(prompt != std::string::npos);
+    std::string screen = r.out.substr(banner, prompt - banner);
+    // The terms a screen uses are glossed before its prompt; when they do not fit with the rest they come
+    // first, under the banner, so that what the lab measured and the question fit the 40 rows together.
+    if (const size_t terms = screen.find("\nTerms:\n");
+        terms != std::string::npos && test_support::count(screen, "\n") + 1 > 40) {
+      CHECK(test_support::count(screen.substr(0, terms), "\n") <= 2);  // right under the banner
+      size_t end = terms + 7;  // the line break after "Terms:"; then one gloss a line, indented
+      while (screen.compare(end, 3, "\n  ") == 0) end = screen.find('\n', end + 1);
+      screen = screen.substr(end + 1);
+    }
+    CHECK(test_support::count(screen, "\n") + 1 <= 40);  // + 1: the prompt's own line
+    from = prompt;
   }
 }
