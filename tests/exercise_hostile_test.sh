@@ -125,7 +125,9 @@ fi
 # SIGTERM to watch in the middle of a build: it stops, printing no verdict and recording no attempt.
 { cat "$solution"; echo "// a build to interrupt: $$"; } >"$file"
 export XDG_STATE_HOME=$scratch/state-term
-"$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/term.out" 2>&1 &
+# The learner's build goes through ccache, which would serve this unit (the same code after the
+# preprocessor) from the cache at once: it must compile, to be interrupted.
+CCACHE_DISABLE=1 "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/term.out" 2>&1 &
 pid=$!
 for _ in $(seq 1 240); do grep -q "^exercise 09 (" "$scratch/term.out" && break; sleep 0.25; done
 sleep 2
