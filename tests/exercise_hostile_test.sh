@@ -14,6 +14,7 @@ set -uo pipefail
 amp_lab=$1
 source_dir=$2
 build_dir=$3
+mutate=$4  # amp_lab_mutate: a kept mistake of tests/exercises/NN.yaml as a learner's file
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export XDG_STATE_HOME=$scratch/state NO_COLOR=1
@@ -96,7 +97,7 @@ grep -q "not built: $$" "$work/learner.cpp" 2>/dev/null && fail "a bad deadline 
 # A wrong file whose code, before main, looks for the report's path on its command line and fills in a
 # passing report with the keys of the reference cache beside it, then exits 0. The judge hands the lab no
 # path: the code finds none, and the wrong file is judged wrong.
-{ cat "$source_dir/tests/exercises/09_loss_not_divided.cpp"; cat <<'CPP'; } >"$file"
+{ "$mutate" 09 loss-not-divided; cat <<'CPP'; } >"$file"
 #include <unistd.h>
 #include <fstream>
 #include <sstream>
@@ -179,7 +180,9 @@ fi
 # SIGTERM to watch in the middle of a build: it stops, printing no verdict and recording no attempt.
 { cat "$solution"; echo "// a build to interrupt: $$"; } >"$file"
 export XDG_STATE_HOME=$scratch/state-term
-"$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/term.out" 2>&1 &
+# The learner's build goes through ccache, which would serve this unit (the same code after the
+# preprocessor) from the cache at once: it must compile, to be interrupted.
+CCACHE_DISABLE=1 "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/term.out" 2>&1 &
 pid=$!
 for _ in $(seq 1 240); do grep -q "^exercise 09 (" "$scratch/term.out" && break; sleep 0.25; done
 sleep 2
@@ -195,7 +198,7 @@ export XDG_STATE_HOME=$scratch/state
 # watch, its file turned into a symlink to /dev/zero (read four times a second) and then saved right: it
 # waits, in little memory (its peak under 200 MB), and passes. Its address space is capped at 3 GB, so a
 # watch that read the whole of /dev/zero takes no more of the machine's memory than that.
-cp "$source_dir/tests/exercises/09_loss_not_divided.cpp" "$file"
+"$mutate" 09 loss-not-divided >"$file"
 (ulimit -v 3000000; exec "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch.out" 2>&1) &
 pid=$!
 for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch.out" && break; sleep 0.5; done

@@ -9,6 +9,7 @@ set -uo pipefail
 amp_lab=$1
 source_dir=$2
 build_dir=$3
+mutate=$4  # amp_lab_mutate: a kept mistake of tests/exercises/NN.yaml as a learner's file
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export XDG_STATE_HOME=$scratch/state NO_COLOR=1
@@ -63,7 +64,7 @@ pgrep -f "$learner" >/dev/null && { fail "the learner's program outlived check's
 # Two checks of one exercise at once, a right and a wrong file: each gets its own verdict.
 mkdir -p "$ws/a" "$ws/b"
 cp "$solution" "$ws/a/09_gradient_accumulation.cpp"
-cp "$source_dir/tests/exercises/09_loss_not_divided.cpp" "$ws/b/09_gradient_accumulation.cpp"
+"$mutate" 09 loss-not-divided >"$ws/b/09_gradient_accumulation.cpp"
 "$amp_lab" check 09 --dir "$ws/a" >"$scratch/a.out" 2>&1 &
 pa=$!
 "$amp_lab" check 09 --dir "$ws/b" >"$scratch/b.out" 2>&1 &
@@ -76,7 +77,7 @@ grep -q "another check of exercise 09 is running: waiting for it" "$scratch/a.ou
   fail "neither check waited for the other"
 
 # watch: a save that leaves no file for a moment (write aside, rename over) is waited through.
-cp "$source_dir/tests/exercises/09_loss_not_divided.cpp" "$file"
+"$mutate" 09 loss-not-divided >"$file"
 "$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/watch.out" 2>&1 &
 pid=$!
 for _ in $(seq 1 240); do grep -q "^watching" "$scratch/watch.out" && break; sleep 0.5; done

@@ -7,6 +7,7 @@
 set -uo pipefail
 amp_lab=$1
 source_dir=$2
+mutate=$3  # amp_lab_mutate: a kept mistake of tests/exercises/NN.yaml as a learner's file
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 export XDG_STATE_HOME=$scratch/state NO_COLOR=1
@@ -43,11 +44,11 @@ expect $code 0 "$out" "every step of the hints for your last check of exercise 0
 grep -q '"no-update-applied": 3' "$XDG_STATE_HOME/amp-lab/progress.json" || fail "the hint steps shown were not recorded"
 
 # A known mistake: update() per micro-batch, named by its hint.
-cp "$source_dir/tests/exercises/09_update_per_micro_batch.cpp" "$file"
+"$mutate" 09 update-per-micro-batch >"$file"
 out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "hint: the optimizer stepped inside the effective batch"
 
 # A compile error: the compiler's message, naming the learner's file and line first.
-sed 's/opt.zero_grad();/opt.zero_grad()/' "$source_dir/tests/exercises/09_loss_not_divided.cpp" >"$file"
+"$mutate" 09 loss-not-divided | sed 's/opt.zero_grad();/opt.zero_grad()/' >"$file"
 out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "^$file:[0-9]+:[0-9]+: error"
 expect 1 1 "$out" "^does not build: $file"
 

@@ -1,16 +1,17 @@
 // The exercises kept honest: for each exercise, its starter compiles and fails the lab's checks, the
-// lab's own amp.cpp (at the judge's profile, with the kept files) passes them, and every wrong solution
-// kept in tests/exercises/ fails them with the hint it names. ctest runs each case once per exercise
-// (tests/CMakeLists.txt sets AMP_LAB_TEST_EXERCISE); the executables are built with the tests, each the
-// lab's lab.cpp object linked with one learner's file in place of amp.cpp, and run here in quick mode, as
-// `amp-lab check` does.
+// lab's own amp.cpp (at the judge's profile) passes them, every wrong solution kept as a mutation of amp.cpp
+// (tests/exercises/NN.yaml) fails them with the hint for its mistake and no other, and every correct variant
+// passes. ctest runs each case once per exercise (tests/CMakeLists.txt sets AMP_LAB_TEST_EXERCISE). The
+// starter and the reference are executables built with the tests, run here in quick mode as `amp-lab check`
+// runs a learner's; each mutation is applied and judged through `amp-lab check`'s own path
+// (runner::check_exercise: the exercise's learner unit rebuilt and run), one after another, since they
+// share the exercise's work folder.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "amp_lab_paths.h"
 #include "runner/exercise.h"
 #include "runner/exercise_files.h"
+#include "support/mutations.h"
 #include "support/process.h"
 
 namespace fs = std::filesystem;
@@ -74,32 +76,27 @@ std::string hint_ids(const runner::Verdict& v) {
   return s.empty() ? "(none)" : s;
 }
 
-// tests/exercises/NN_<name>.cpp of this exercise: a wrong solution names the hint it must get
-// ("// expect-hint: id"), a correct variant says "// expect: pass" (its hint is then "").
-struct Kept {
-  std::string name, hint;
-};
-std::vector<Kept> kept_files(const runner::ExerciseInfo& e) {
-  std::vector<Kept> out;
-  for (const auto& f : fs::directory_iterator(fs::path(AMP_LAB_SOURCE_DIR) / "tests" / "exercises")) {
-    const std::string name = f.path().stem().string();
-    if (name.rfind(e.id + "_", 0) != 0 || f.path().extension() != ".cpp") continue;
-    const std::string text = runner::read_text_file(f.path().string());
-    const bool pass = text.find("// expect: pass\n") != std::string::npos;
-    const auto at = text.find("// expect-hint: ");
-    REQUIRE_MESSAGE(pass != (at != std::string::npos),
-                    f.path().string() << " must say either // expect-hint: <id> or // expect: pass");
-    const auto b = at + std::strlen("// expect-hint: ");
-    out.push_back({name, pass ? "" : text.substr(b, text.find('\n', b) - b)});
-  }
-  std::sort(out.begin(), out.end(), [](const Kept& a, const Kept& b) { return a.name < b.name; });
-  return out;
+// The mutations kept for this exercise: wrong solutions and correct variants (support/mutations.h).
+std::vector<test_support::Mutation> mutations(const runner::ExerciseInfo& e) {
+  return test_support::load_mutations(
+      (fs::path(AMP_LAB_SOURCE_DIR) / "tests" / "exercises" / (e.id + ".yaml")).string());
 }
 
-std::vector<Kept> wrong_solutions(const runner::ExerciseInfo& e) {
-  auto all = kept_files(e);
-  std::erase_if(all, [](const Kept& k) { return k.hint.empty(); });
-  return all;
+// Applies `m` to the lab's current amp.cpp and judges the file as `amp-lab check NN --file` does: the
+// exercise's learner unit written from it, rebuilt (through ccache, where there is one) and run. The file
+// stays at one path per mutation, build/exercises/mutations/NN/<id>.cpp, so that its unit is the same in
+// every run and an unchanged mutation is a cache hit.
+runner::Verdict judge_mutation(const runner::ExerciseInfo& e, const test_support::Mutation& m) {
+  static const runner::ExerciseBuild build =
+      runner::load_exercise_build(fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "exercises.json");
+  const fs::path dir = fs::path(AMP_LAB_BINARY_DIR) / "exercises" / "mutations" / e.id;
+  fs::create_directories(dir);
+  const fs::path file = dir / (m.id + ".cpp");
+  const std::string amp =
+      runner::read_text_file((fs::path(AMP_LAB_SOURCE_DIR) / "labs" / e.stem / "amp.cpp").string());
+  runner::write_if_changed(file.string(), test_support::apply_mutation(m, amp));
+  std::ostringstream progress;  // a wait for another check or build: not a failure
+  return runner::check_exercise(build, e, file.string(), /*full=*/false, progress);
 }
 
 }  // namespace
@@ -174,9 +171,8 @@ TEST_CASE("the lab's own runs named for the exercise are checks of its lab, show
     INFO("check " << c.key);
     CHECK(marked_pass(lines, c.key) == c.learner);
   }
-  const std::string done =
-      fmt::format("exercise {} done: all {} check{} hold for your code", e.id, v.judged(),
-                  v.judged() == 1 ? "" : "s");
+  const std::string done = fmt::format("exercise {} done: all {} check{} hold for your code", e.id,
+                                       v.judged(), v.judged() == 1 ? "" : "s");
   CHECK(std::any_of(lines.begin(), lines.end(), [&](const auto& l) { return l.rfind(done, 0) == 0; }));
 }
 
@@ -262,40 +258,42 @@ TEST_CASE("the lab's own code passes every check of its exercise") {
   CHECK(v.hints.empty());
 }
 
-TEST_CASE("every wrong solution kept for the exercise fails its checks with the hint for its mistake") {
-  const auto& e = the_exercise();
-  const auto wrong = wrong_solutions(e);
-  CHECK_MESSAGE(!wrong.empty(), "no wrong solutions in tests/exercises/ for exercise " << e.id);
-  for (const auto& [name, hint] : wrong) {
-    const runner::Verdict v = run_unit(e, "exercise_kept_" + name);
-    INFO(name << ": failed " << failed_keys(v) << "hints " << hint_ids(v) << "output: " << v.output);
-    CHECK(v.kind != runner::Verdict::Passed);
-    CHECK(std::any_of(v.hints.begin(), v.hints.end(), [&](const auto* h) { return h->id == hint; }));
-  }
-}
-
-TEST_CASE("every correct variant kept for the exercise passes every check, with no hint") {
+TEST_CASE(
+    "every wrong solution kept for the exercise fails with the hint for its own mistake and no other, and "
+    "every correct variant passes with none") {
   // A variant is written differently from amp.cpp (another valid order, an explicit unscale_): a judge that
-  // rejects it compares the learner's code with the lab's text, not with what the code does.
+  // rejects it compares the learner's code with the lab's text, not with what the code does. A second hint
+  // beside a wrong solution's own names a mistake it did not make, a library's shared one included.
   const auto& e = the_exercise();
-  for (const auto& k : kept_files(e)) {
-    if (!k.hint.empty()) continue;
-    const runner::Verdict v = run_unit(e, "exercise_kept_" + k.name);
-    INFO(k.name << ": failed " << failed_keys(v) << "hints " << hint_ids(v) << "output: " << v.output);
-    CHECK(v.kind == runner::Verdict::Passed);
-    CHECK(v.hints.empty());
+  const auto kept = mutations(e);
+  CHECK_MESSAGE(std::any_of(kept.begin(), kept.end(), [](const auto& m) { return !m.variant(); }),
+                "no wrong solution kept for exercise " << e.id);
+  for (const auto& m : kept) {
+    const runner::Verdict v = judge_mutation(e, m);
+    INFO("mutation " << e.id << "/" << m.id << " (" << m.mistake << "): failed " << failed_keys(v) << "hints "
+                     << hint_ids(v) << "output: " << v.output);
+    CHECK(v.kind != runner::Verdict::CompileError);
+    if (m.variant()) {
+      CHECK(v.kind == runner::Verdict::Passed);
+      CHECK(v.hints.empty());
+      continue;
+    }
+    CHECK(v.kind != runner::Verdict::Passed);
+    CHECK(v.hints.size() == 1);
+    CHECK(std::any_of(v.hints.begin(), v.hints.end(), [&](const auto* h) { return h->id == m.hint; }));
   }
 }
 
 TEST_CASE("every hint of the exercise is shown for the starter or a wrong solution, or catches all") {
-  // A hint no kept file reaches is untested text: each must be shown for the starter or a wrong solution,
-  // or be the catch-all of its check (no evidence, observation or error to match). A wrong solution's hint
-  // is the one its file expects: the case above runs each file and fails if that hint is not shown, so
-  // this one runs only the starter.
+  // A hint no kept mistake reaches is untested text: each must be shown for the starter or a wrong
+  // solution, or be the catch-all of its check (no evidence, observation or error to match). A wrong
+  // solution's hint is the one its mutation names: the case above judges each and fails if that hint is not
+  // shown, so this one runs only the starter.
   const auto& e = the_exercise();
   std::vector<std::string> shown;
   for (const auto* h : run_unit(e, "exercise" + e.id + "_starter").hints) shown.push_back(h->id);
-  for (const auto& [name, hint] : wrong_solutions(e)) shown.push_back(hint);
+  for (const auto& m : mutations(e))
+    if (!m.variant()) shown.push_back(m.hint);
   for (const auto& h : e.hints) {
     if (h.shared) continue;  // the library's errors: the case below
     const bool seen = std::find(shown.begin(), shown.end(), h.id) != shown.end();

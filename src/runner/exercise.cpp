@@ -90,19 +90,22 @@ std::vector<const CheckOutcome*> Verdict::lab_runs_failed() const {
   return out;
 }
 
-// One hint per failed check at most: the first that matches, the most specific being listed first.
+// One mistake named: a mistake often fails several checks (a loss not divided moves every later step
+// too), and a second hint would name a mistake not made. The first hint in the catalog's order keyed on
+// what the report shows (its check's evidence, an observation's range, the lab's error) names it; a hint
+// keyed on its check alone (the catch-all of that check) only when none is.
 std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlohmann::json* report,
                                                 const std::string& error) {
-  std::vector<const ExerciseHint*> out;
-  std::vector<std::string> used;
+  const ExerciseHint* catch_all = nullptr;
   for (const ExerciseHint& h : e.hints) {
     const bool match =
         report ? hint_matches(h, *report) : !h.error.empty() && error.find(h.error) != std::string::npos;
-    if (!match || std::find(used.begin(), used.end(), h.check) != used.end()) continue;
-    used.push_back(h.check);
-    out.push_back(&h);
+    if (!match) continue;
+    if (!h.error.empty() || !h.evidence.empty() || !h.observation.empty()) return {&h};
+    if (!catch_all) catch_all = &h;
   }
-  return out;
+  if (catch_all) return {catch_all};
+  return {};
 }
 
 namespace {

@@ -39,7 +39,7 @@ struct Verdict {
   enum Kind { Passed, Failed, CompileError, LabError };
   Kind kind = Failed;
   std::vector<CheckOutcome> checks;
-  std::vector<const ExerciseHint*> hints;  // the known mistakes that match, in the catalog's order
+  std::vector<const ExerciseHint*> hints;  // the known mistake that matches (matching_hints): one, or none
   std::string output;                      // the compiler's or the lab's messages, as they gave them
   std::string printed;  // what the learner's program printed itself (print_verdict cuts it)
   double build_s = 0, run_s = 0;
@@ -79,7 +79,9 @@ struct LabReference {
 };
 LabReference lab_reference(const std::string& lab_executable, const std::filesystem::path& cache, bool full);
 
-// The hints of `e` that match this report (or, with `report` null, this error message).
+// The hint of `e` that names the mistake this report shows (or, with `report` null, this error message):
+// the first in the catalog's order keyed on the report's evidence, an observation or the error, else the
+// first catch-all of a failed check; none when nothing matches. One mistake is named at a time.
 std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlohmann::json* report,
                                                 const std::string& error);
 
