@@ -96,6 +96,9 @@ void print_verdict(std::ostream& out, const ExerciseInfo& e, const Verdict& v,
 void print_checks(std::ostream& out, const ExerciseInfo& e, const Verdict& v, bool color);
 // The verdict's closing line, without style: "exercise 09 done: ...", "not yet: your code: ...".
 std::string verdict_line(const ExerciseInfo& e, const Verdict& v);
+// "all 5 checks hold", or for one check "its one check holds": what the verdict says when every judged check
+// holds.
+std::string all_hold(int judged);
 
 // A hint's steps, one more each time the learner asks (amp-lab hint ID, or a key in watch): the verdict
 // shows step 1 of the hint for each failed check; each later step is the next of the first of those hints

@@ -80,17 +80,20 @@ void print_checks(std::ostream& out, const ExerciseInfo& e, const Verdict& v, bo
   if (more) out << style.dim(fmt::format("        (amp-lab hint {} shows the next step)", e.id)) << "\n";
 }
 
+std::string all_hold(int judged) {
+  return judged == 1 ? "its one check holds" : fmt::format("all {} checks hold", judged);
+}
+
 std::string verdict_line(const ExerciseInfo& e, const Verdict& v) {
   const std::string timing = fmt::format("built in {:.1f} s, checked in {:.1f} s", v.build_s, v.run_s);
-  const auto checks = [](int n) { return fmt::format("{} check{}", n, n == 1 ? "" : "s"); };
   if (v.kind == Verdict::Passed)
-    return fmt::format("exercise {} done: all {} hold for your code ({})", e.id, checks(v.judged()), timing);
+    return fmt::format("exercise {} done: {} for your code ({})", e.id, all_hold(v.judged()), timing);
   if (v.kind == Verdict::LabError)
     return fmt::format("not yet: the lab could not finish with your code ({})", timing);
   const auto lab_failed = v.lab_runs_failed();
   if (v.held() == v.judged() && !lab_failed.empty())
-    return fmt::format("not yet: your code: all {} checks hold, but the lab's own {} did not ({})",
-                       v.judged(), keys_of(lab_failed), timing);
+    return fmt::format("not yet: your code: {}, but the lab's own {} did not ({})", all_hold(v.judged()),
+                       keys_of(lab_failed), timing);
   return fmt::format("not yet: your code: {} of {} checks hold ({})", v.held(), v.judged(), timing);
 }
 
