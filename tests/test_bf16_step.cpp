@@ -25,6 +25,7 @@
 #include "amp/bf16_update.h"
 #include "amp_lab_paths.h"
 #include "lab/libtorch.h"
+#include "support/torchao_trace.h"
 
 namespace test_bf16_step {
 
@@ -157,7 +158,8 @@ TEST_CASE("Bf16Step is reproducible from its seed, and another seed rounds diffe
 }
 
 TEST_CASE(
-    "Bf16Step keeps updates below half a bf16 spacing, stochastically or with Kahan, where rounding to nearest loses them") {
+    "Bf16Step keeps updates below half a bf16 spacing, stochastically or with Kahan, where rounding to "
+    "nearest loses them") {
   // 1000 SGD steps of +1e-4 to weights of 1 (bf16's spacing there is 2^-7 = 0.0078): the exact end is 1.1.
   constexpr int64_t kWeights = 4096;
   constexpr int kUpdates = 1000;
@@ -239,51 +241,13 @@ TEST_CASE(
 
 namespace {
 
-std::string capture(const std::string& cmd) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return out;
-  char buf[256];
-  while (fgets(buf, sizeof buf, pipe.get())) out += buf;
-  return out;
-}
-
-// torchao's trace (tests/parity/torchao_adamw_trace.py), once per run; nullopt, with the reason printed as a
-// skip, when the Python or its torchao is missing or its torch is not the linked LibTorch's version.
+// torchao's trace (tests/parity/torchao_adamw_trace.py), once per run (test_support::run_torchao_trace).
 const std::optional<nlohmann::json>& torchao_trace() {
-  static const std::optional<nlohmann::json> doc = []() -> std::optional<nlohmann::json> {
-    const char* env = std::getenv("AMP_LAB_PYTHON");
-    const std::string python = env && *env ? env : AMP_LAB_PYTHON;
-    const std::string linked = std::to_string(TORCH_VERSION_MAJOR) + "." +
-                               std::to_string(TORCH_VERSION_MINOR) + "." +
-                               std::to_string(TORCH_VERSION_PATCH);
-    if (python.empty()) {
-      std::cout << "SKIPPED: no Python configured (scripts/setup provides one); torchao was not compared\n";
-      return std::nullopt;
-    }
-    const std::string probe =
-        capture("\"" + python + "\" -c 'import torch, torchao; print(torch.__version__)' 2>/dev/null");
-    if (probe.rfind(linked, 0) != 0) {
-      std::cout << "SKIPPED: no torchao with torch " << linked << " at '" << python
-                << "' (pip install torchao==0.18.0 numpy); torchao was not compared\n";
-      return std::nullopt;
-    }
-    const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / "parity_torchao_adamw_trace_cpu.json";
-    const std::string cmd = "\"" + python +
-                            "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/torchao_adamw_trace.py\" \"" +
-                            out.string() + "\" cpu >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) != 0) return nlohmann::json();  // a failure, reported by the caller
-    std::ifstream in(out);
-    return nlohmann::json::parse(in);
-  }();
+  static const std::optional<nlohmann::json> doc = test_support::run_torchao_trace("torchao_adamw_trace");
   return doc;
 }
 
-torch::Tensor from_bits(const nlohmann::json& bits, torch::ScalarType dtype, torch::IntArrayRef shape) {
-  const auto ints = bits.get<std::vector<int64_t>>();
-  const auto int_type = dtype == torch::kFloat ? torch::kInt : torch::kShort;
-  return torch::tensor(ints, torch::kLong).to(int_type).view(dtype).view(shape).clone();
-}
+using test_support::from_bits;
 
 // Distance in bf16 units in the last place, elementwise (bit patterns ordered as integers).
 torch::Tensor bf16_ulps(const torch::Tensor& a, const torch::Tensor& b) {

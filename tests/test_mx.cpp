@@ -25,6 +25,7 @@
 #include "amp/mx.h"
 #include "amp_lab_paths.h"
 #include "lab/libtorch.h"
+#include "support/torchao_trace.h"
 
 namespace test_mx {
 
@@ -246,54 +247,13 @@ TEST_CASE("mx_quantize and mx_dequantize refuse bad dtypes, block sizes and shap
 
 namespace {
 
-std::string capture(const std::string& cmd) {
-  std::string out;
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  if (!pipe) return out;
-  char buf[256];
-  while (fgets(buf, sizeof buf, pipe.get())) out += buf;
-  return out;
-}
-
-// torchao's trace (tests/parity/torchao_mx_trace.py), once per run; nullopt, with the reason printed as a
-// skip, when the Python or its torchao is missing or its torch is not the linked LibTorch's version.
+// torchao's trace (tests/parity/torchao_mx_trace.py), once per run (test_support::run_torchao_trace).
 const std::optional<nlohmann::json>& torchao_trace() {
-  static const std::optional<nlohmann::json> doc = []() -> std::optional<nlohmann::json> {
-    const char* env = std::getenv("AMP_LAB_PYTHON");
-    const std::string python = env && *env ? env : AMP_LAB_PYTHON;
-    const std::string linked = std::to_string(TORCH_VERSION_MAJOR) + "." +
-                               std::to_string(TORCH_VERSION_MINOR) + "." +
-                               std::to_string(TORCH_VERSION_PATCH);
-    if (python.empty()) {
-      std::cout << "SKIPPED: no Python configured (scripts/setup provides one); torchao was not compared\n";
-      return std::nullopt;
-    }
-    const std::string probe =
-        capture("\"" + python + "\" -c 'import numpy, torch, torchao; print(torch.__version__)' 2>/dev/null");
-    if (probe.rfind(linked, 0) != 0) {
-      std::cout << "SKIPPED: no torchao and numpy with torch " << linked << " at '" << python
-                << "' (pip install torchao==0.18.0 numpy); torchao was not compared\n";
-      return std::nullopt;
-    }
-    const auto out = std::filesystem::path(AMP_LAB_BINARY_DIR) / "parity_torchao_mx_trace_cpu.json";
-    const std::string cmd = "\"" + python +
-                            "\" \"" AMP_LAB_SOURCE_DIR "/tests/parity/torchao_mx_trace.py\" \"" +
-                            out.string() + "\" cpu >/dev/null 2>&1";
-    if (std::system(cmd.c_str()) != 0) return nlohmann::json();  // a failure, reported by the caller
-    std::ifstream in(out);
-    return nlohmann::json::parse(in);
-  }();
+  static const std::optional<nlohmann::json> doc = test_support::run_torchao_trace("torchao_mx_trace");
   return doc;
 }
 
-// A list of bit patterns as a tensor of `dtype` (fp32 from int32, bf16 from int16, one-byte types from
-// uint8).
-torch::Tensor from_bits(const nlohmann::json& bits, torch::ScalarType dtype, torch::IntArrayRef shape) {
-  const auto ints = bits.get<std::vector<int64_t>>();
-  const int64_t size = torch::elementSize(dtype);
-  const auto int_type = size == 4 ? torch::kInt : size == 2 ? torch::kShort : torch::kByte;
-  return torch::tensor(ints, torch::kLong).to(int_type).view(dtype).view(shape).clone();
-}
+using test_support::from_bits;
 
 // The bits of a tensor as integers of its width, for an exact comparison (NaN payloads included).
 torch::Tensor bits_of(const torch::Tensor& t) {
