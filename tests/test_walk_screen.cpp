@@ -229,6 +229,53 @@ TEST_CASE("a terminal resized during the walk lays the next screen out at its ne
   t.wait_exit();
 }
 
+// The rows `text` takes on a screen `columns` wide: each line wider than the screen wraps onto more rows.
+size_t screen_rows(const std::string& text, size_t columns) {
+  size_t rows = 0;
+  for (std::string line : lines_of(text)) {
+    line.erase(0, line.rfind('\r') == std::string::npos ? 0 : line.rfind('\r') + 1);
+    rows += std::max<size_t>(1, (glyphs(line) + columns - 1) / columns);
+  }
+  return rows;
+}
+
+TEST_CASE("a resize at the answer prompt or between pages takes effect at once, and the pager's line wraps") {
+  StateDir state;
+  Terminal t({kRunner, "quiz", "--file-order", "--only", "2", "--quick", "--device", "cpu"}, 100, 40,
+             state.env());
+  REQUIRE(t.expect(kPrompt, 300));
+  const unsigned narrow = 34, low = 14;  // the more line, 46 glyphs at most, needs two rows at 34
+  t.resize(narrow, low);                 // while the learner reads the question
+  size_t from = t.position();
+  t.type("a\n");
+  REQUIRE(t.expect("quit "));  // the pause line's end, wrapped at 34 columns
+  std::vector<std::string> answer_screen = lines_of(t.screen().substr(from, t.position() - from));
+  answer_screen.erase(answer_screen.begin());  // the prompt's own line, printed before the resize
+  for (std::string line : answer_screen) {
+    line.erase(0, line.rfind('\r') == std::string::npos ? 0 : line.rfind('\r') + 1);
+    CAPTURE(line);  // the answer screen and the pause line: at the new width (a single long word aside)
+    CHECK((glyphs(line) <= narrow || line.find(' ', line.find_first_not_of(' ')) == std::string::npos));
+  }
+  t.type("c\n");  // the checks: many screens at 34x14
+  from = t.position();
+  REQUIRE(t.expect("back -- "));  // the more line's end, wrapped
+  const std::string first = t.screen().substr(from, t.position() - from);
+  CHECK(screen_rows(first, narrow) <= low);  // the typed key's row, the page, the wrapped more line
+  CHECK(first.find("-- more (") != std::string::npos);
+  CHECK(glyphs(lines_of(first).back()) <= narrow + 1);  // the more line wrapped (+ the space after it)
+  const unsigned tall = 30;
+  t.resize(narrow, tall);  // between two pages: the next one fills the taller screen
+  from = t.position();
+  t.type("\n");
+  REQUIRE(t.expect_any({"back -- ", "quit "}) >= 0);
+  const std::string second = t.screen().substr(from, t.position() - from);
+  CHECK(screen_rows(second, narrow) > low);
+  CHECK(screen_rows(second, narrow) <= tall);
+  t.type("q\n");
+  t.type("q\n");
+  t.wait_exit();
+}
+
 TEST_CASE("after --resume the retry advice names every missed question of the track, not only this walk's") {
   StateDir state;
   const std::vector<std::string> env = state.env();

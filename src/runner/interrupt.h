@@ -12,7 +12,7 @@ namespace runner {
 void install_interrupt_handler();
 
 // SIGWINCH (the terminal was resized): take_resize() is true once after each, so the walk reads the
-// terminal's size again before its next screen. Installed with the interrupt handler, with SA_RESTART: a
+// terminal's size again after the next key typed (a question's screen, the answer screen, a page). Installed with the interrupt handler, with SA_RESTART: a
 // resize does not end a prompt's read.
 bool take_resize();
 

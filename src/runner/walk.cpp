@@ -34,10 +34,20 @@ std::optional<std::string> read_reply(std::istream& in, std::ostream& out, std::
   return first == std::string::npos ? "" : line.substr(first, last - first + 1);
 }
 
+// Takes the terminal's new size after a resize (SIGWINCH), when the walk follows the terminal: whatever is
+// printed next (the answer screen, the pause's keys, the next page, a retry message) is laid out in it.
+// Returns whether the size changed.
+bool follow_resize(WalkOptions& options) {
+  if (!options.follow_terminal || !take_resize()) return false;
+  options.width = lab::terminal_width();
+  options.rows = lab::terminal_rows();
+  return true;
+}
+
 // Reads one answer. Returns the option's id (the letter typed is its place as shown), -1 for skip, or
 // nullopt to stop (q, EOF, Ctrl-C).
 std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, std::ostream& out,
-                       const lab::Style& style, size_t width, std::string* stop_reason) {
+                       const lab::Style& style, WalkOptions& options, std::string* stop_reason) {
   const Question& q = *a.question;
   const int n = static_cast<int>(q.options.size());
   for (;;) {
@@ -46,6 +56,7 @@ std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, 
         << std::flush;
     const std::optional<std::string> reply = read_reply(in, out, stop_reason);
     if (!reply) return std::nullopt;
+    follow_resize(options);
     const std::string& word = *reply;
     if (word.size() == 1) {
       const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(word[0])));
@@ -57,7 +68,7 @@ std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, 
       }
       if (c == 'h') {
         ++a.hints;
-        print_hint(a, out, style, width);
+        print_hint(a, out, style, options.width);
         continue;
       }
       if (c == 't' && !terms.empty()) {  // the glosses again: on a full screen they may have scrolled away
@@ -65,33 +76,51 @@ std::optional<int> ask(Answered& a, const std::string& terms, std::istream& in, 
         continue;
       }
     }
-    out << fmt::format(
-        "Please answer with one letter a-{} (or s to skip, h for a hint, {}q to quit); got {}.\n",
-        letter(n - 1), terms.empty() ? "" : "t for the terms, ", lab::quote(word, /*max_glyphs=*/20));
+    out << lab::wrap(
+               fmt::format("Please answer with one letter a-{} (or s to skip, h for a hint, {}q to quit); "
+                           "got {}.",
+                           letter(n - 1), terms.empty() ? "" : "t for the terms, ",
+                           lab::quote(word, /*max_glyphs=*/20)),
+               options.width)
+        << "\n";
   }
 }
 
-// `text` a screen at a time: all of it when it fits above the pause line, else `rows` - 2 lines, then a
-// "more" line (Enter shows the next screen, q goes back to the pause). Returns false to stop the walk (EOF,
-// Ctrl-C).
-bool page(const std::string& text, size_t rows, std::istream& in, std::ostream& out, const lab::Style& style,
-          std::string* stop_reason) {
+// The rows `line` takes on a screen `width` columns wide: a line wider than the screen wraps.
+size_t screen_rows(std::string_view line, size_t width) {
+  const size_t glyphs = lab::display_width(std::string(line));
+  return width == 0 || glyphs <= width ? 1 : (glyphs + width - 1) / width;
+}
+
+// `text` a screen at a time: all of it when it fits above the pause line, else a screen's rows less the
+// "more" line (wrapped to the width) and the blank above it, then that line (Enter shows the next screen, q
+// goes back to the pause). A resize between screens takes effect at the next. Returns false to stop the
+// walk (EOF, Ctrl-C).
+bool page(const std::string& text, WalkOptions& options, std::istream& in, std::ostream& out,
+          const lab::Style& style, std::string* stop_reason) {
   std::vector<std::string_view> lines;
   for (size_t at = 0; at < text.size();) {
     const size_t end = std::min(text.find('\n', at), text.size());
     lines.push_back(std::string_view(text).substr(at, end - at));
     at = end + 1;
   }
-  const size_t per = rows > 4 ? rows - 2 : 2;  // the pause line and the blank above it stay on screen
+  size_t used = 0;  // rows of this screen printed so far
   for (size_t k = 0; k < lines.size(); ++k) {
-    out << lines[k] << "\n";
-    if ((k + 1) % per == 0 && k + 1 < lines.size()) {
-      out << style.dim(fmt::format("-- more ({} of {} lines): Enter, q back --", k + 1, lines.size())) << " "
-          << std::flush;
+    const std::string more =
+        lab::wrap(fmt::format("-- more ({} of {} lines): Enter, q back --", k, lines.size()), options.width);
+    const size_t more_rows = static_cast<size_t>(std::count(more.begin(), more.end(), '\n')) + 1;
+    const size_t room = options.rows > more_rows + 2 ? options.rows - more_rows - 1 : 2;
+    const size_t need = screen_rows(lines[k], options.width);
+    if (used > 0 && used + need > room) {
+      out << style.dim(more) << " " << std::flush;
       const std::optional<std::string> reply = read_reply(in, out, stop_reason);
       if (!reply) return false;
       if (!reply->empty() && std::tolower(static_cast<unsigned char>(reply->front())) == 'q') break;
+      follow_resize(options);
+      used = 0;
     }
+    out << lines[k] << "\n";
+    used += need;
   }
   return true;
 }
@@ -99,8 +128,10 @@ bool page(const std::string& text, size_t rows, std::istream& in, std::ostream& 
 // After an answer screen, so that it stays on screen until the learner has read it: Enter goes on; a key
 // shows one more part (the other options, the lab's details, its checks, the terms), paged to the screen.
 // Returns false to stop the walk (q, EOF, Ctrl-C).
-bool pause(const std::vector<AnswerPart>& parts, bool last, const WalkOptions& options, std::istream& in,
-           std::ostream& out, const lab::Style& style, std::string* stop_reason) {
+// The parts are laid out anew after a resize.
+bool pause(const Answered& a, bool last, WalkOptions& options, std::istream& in, std::ostream& out,
+           const lab::Style& style, std::string* stop_reason) {
+  std::vector<AnswerPart> parts = answer_parts(a, options, style);
   std::string keys = last ? "Enter summary" : "Enter next question";
   for (const auto& p : parts) keys += fmt::format(" · {} {}", p.key, p.name);
   keys += " · q quit";
@@ -109,6 +140,7 @@ bool pause(const std::vector<AnswerPart>& parts, bool last, const WalkOptions& o
     const std::optional<std::string> reply = read_reply(in, out, stop_reason);
     if (!reply) return false;
     if (reply->empty()) return true;
+    if (follow_resize(options)) parts = answer_parts(a, options, style);
     const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(reply->front())));
     if (c == 'q' && reply->size() == 1) {
       *stop_reason = "quit";
@@ -117,7 +149,7 @@ bool pause(const std::vector<AnswerPart>& parts, bool last, const WalkOptions& o
     const auto part =
         std::find_if(parts.begin(), parts.end(), [&](const AnswerPart& p) { return p.key == c; });
     if (part != parts.end() && reply->size() == 1) {
-      if (!page(part->text, options.rows, in, out, style, stop_reason)) return false;
+      if (!page(part->text, options, in, out, style, stop_reason)) return false;
       continue;
     }
     std::string choices;
@@ -182,10 +214,10 @@ void run_lab(Answered& a, const WalkOptions& options, std::ostream& out) {
 }
 
 // The learner's choice (or the scripted one): the option index, -1 to skip; nullopt stops the walk.
-std::optional<int> answer_of(Answered& a, size_t i, const std::string& terms, const WalkOptions& options,
+std::optional<int> answer_of(Answered& a, size_t i, const std::string& terms, WalkOptions& options,
                              std::istream& in, std::ostream& out, const lab::Style& style,
                              std::string* stop_reason) {
-  if (!options.answers) return ask(a, terms, in, out, style, options.width, stop_reason);
+  if (!options.answers) return ask(a, terms, in, out, style, options, stop_reason);
   const char c = static_cast<char>(std::tolower(static_cast<unsigned char>((*options.answers)[i])));
   if (c == 's') {
     out << lab::paragraph("", "Your answer: s (scripted)", options.width, 2) << "\n";
@@ -218,7 +250,7 @@ void save(const Answered& a, const WalkOptions& options) {
 
 // One question: its lab, what it measured, the question, the answer and what follows it. Returns false
 // when the walk stops (stop_reason says why).
-bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& options, std::istream& in,
+bool walk_question(Answered& a, size_t i, size_t count, WalkOptions& options, std::istream& in,
                    std::ostream& out, std::set<std::string>& glossed, std::string* stop_reason) {
   const lab::Style style{options.color};
   // Nothing is worth running when no one can read it (stdout on a full disk, a closed pipe).
@@ -255,7 +287,7 @@ bool walk_question(Answered& a, size_t i, size_t count, const WalkOptions& optio
     return true;
   }
   print_answer_screen(a, options, out, style);
-  return pause(answer_parts(a, options, style), i + 1 == count, options, in, out, style, stop_reason);
+  return pause(a, i + 1 == count, options, in, out, style, stop_reason);
 }
 
 }  // namespace
@@ -278,10 +310,7 @@ int walk(const Quiz& quiz, const WalkOptions& given, std::istream& in, std::ostr
       stop_reason = interrupt_reason();
       break;
     }
-    if (options.follow_terminal && take_resize()) {
-      options.width = lab::terminal_width();
-      options.rows = lab::terminal_rows();
-    }
+    follow_resize(options);
     const size_t known = glossed.size();
     const bool went_on = walk_question(walked[i], i, walked.size(), options, in, out, glossed, &stop_reason);
     if (remember_terms && glossed.size() > known) remember_terms_shown(options.progress, glossed);
