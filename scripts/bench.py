@@ -232,8 +232,9 @@ def quiz_timing(build_dir, device, reps):
 
 def exercise_timing(build_dir, exercise, reps):
     """Save to verdict: `amp-lab check` of an edited file with a warm build (the lab's lab.cpp object and the
-    exercises' precompiled header built, its learner executable built once before). Each edit adds a new comment line,
-    so the compiler (and ccache) sees a new file, as after a learner's save."""
+    exercises' precompiled header built, its learner executable built once before). Each edit adds a new line of
+    code, so the compiler (and ccache) sees a new unit, as after a learner's save: a comment line would not do, as
+    ccache hashes the preprocessed unit, which holds no comments, and would replay the last compile."""
     exe = os.path.join(build_dir, "bin", "amp-lab")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ref = glob.glob(os.path.join(root, "labs", f"{exercise}_*", "amp.cpp"))  # the lab's own AMP code
@@ -246,7 +247,7 @@ def exercise_timing(build_dir, exercise, reps):
     env = dict(os.environ, XDG_STATE_HOME=os.path.join(work, "state"))
     def check(n):
         with open(path, "w") as f:
-            f.write(text + f"// edit {n} at {time.time()}\n")
+            f.write(text + f"[[maybe_unused]] static int amp_lab_bench_edit_{n}_{time.time_ns()} = {n};\n")
         t0 = time.perf_counter()
         r = subprocess.run([exe, "check", exercise, "--file", path, "--no-color"], stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, env=env, timeout=600)
