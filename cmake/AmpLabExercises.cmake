@@ -57,6 +57,21 @@ function(amp_lab_add_exercise name)
   set_target_properties(exercise${number}_learner PROPERTIES
     CXX_COMPILER_LAUNCHER "sh;${PROJECT_SOURCE_DIR}/cmake/amp_lab_exercise_log.sh;${work}/compile.log;${CMAKE_CXX_COMPILER_LAUNCHER}"
     CXX_LINKER_LAUNCHER "sh;${PROJECT_SOURCE_DIR}/cmake/amp_lab_exercise_log.sh;${work}/link.log")
+  # What the learner's unit compiles and links against, and nothing of its own: with a Ninja build,
+  # `amp-lab check` builds this under the build folder's lock, then runs the two commands Ninja has for the
+  # learner's object and executable itself, outside that lock, so that checks of different exercises (and
+  # the tests' mutations) compile at once.
+  add_custom_target(exercise${number}_learner_inputs)
+  foreach(dep lab_${name}_lab amp_lab::framework amp_lab::lab_main)
+    get_target_property(real ${dep} ALIASED_TARGET)  # add_dependencies takes no alias
+    if(NOT real)
+      set(real ${dep})
+    endif()
+    add_dependencies(exercise${number}_learner_inputs ${real})
+  endforeach()
+  if(AMP_LAB_USE_PCH)
+    add_dependencies(exercise${number}_learner_inputs amp_lab_exercise_pch)
+  endif()
 endfunction()
 
 # amp_lab_write_exercises_json(NAME...): build/exercises/exercises.json, what amp-lab check needs to build
@@ -73,11 +88,13 @@ function(amp_lab_write_exercises_json)
       string(SUBSTRING ${name} 0 2 number)
       string(APPEND entries "${sep}\n    \"${number}\": {\"stem\": \"${name}\", \"target\": \"exercise${number}_learner\", "
              "\"executable\": \"$<TARGET_FILE:exercise${number}_learner>\", \"work\": \"${AMP_LAB_EXERCISES_DIR}/${name}\", "
-             "\"lab_target\": \"lab${name}\", \"lab_executable\": \"$<TARGET_FILE:lab${name}>\"}")
+             "\"lab_target\": \"lab${name}\", \"lab_executable\": \"$<TARGET_FILE:lab${name}>\", "
+             "\"inputs_target\": \"exercise${number}_learner_inputs\", "
+             "\"object\": \"$<TARGET_OBJECTS:exercise${number}_learner>\"}")
       set(sep ",")
     endif()
   endforeach()
   file(GENERATE OUTPUT ${AMP_LAB_EXERCISES_DIR}/exercises.json CONTENT
 "{\n  \"source_dir\": \"${PROJECT_SOURCE_DIR}\",\n  \"build_dir\": \"${PROJECT_BINARY_DIR}\",
-  \"cmake\": \"${CMAKE_COMMAND}\",\n  \"exercises\": {${entries}\n  }\n}\n")
+  \"cmake\": \"${CMAKE_COMMAND}\",\n  \"generator\": \"${CMAKE_GENERATOR}\",\n  \"make_program\": \"${CMAKE_MAKE_PROGRAM}\",\n  \"exercises\": {${entries}\n  }\n}\n")
 endfunction()

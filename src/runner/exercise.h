@@ -127,9 +127,11 @@ std::string build_messages(const std::filesystem::path& work, const std::filesys
 // What this build has: build/exercises/exercises.json, written by cmake/AmpLabExercises.cmake.
 struct ExerciseBuild {
   std::string source_dir, build_dir, cmake;
+  std::string generator, make_program;  // CMake's generator ("Ninja", ...) and its build tool
   struct Unit {
     std::string target, executable, work;
     std::string lab_target, lab_executable;  // the lab's own executable, built from its amp.cpp
+    std::string inputs_target, object;       // what the learner's unit builds on; the unit's object file
   };
   std::map<std::string, Unit> units;  // by exercise id
 };
@@ -139,9 +141,11 @@ ExerciseBuild load_exercise_build(const std::filesystem::path& json_path);
 // Builds the learner's file as exercise `e`'s executable and runs the lab's checks on it (quick mode
 // unless `full`). Build and run messages go into the verdict, never to the terminal; `progress` gets a line
 // when the check waits (for another check of this exercise, for another build in the folder).
-// One check of an exercise at a time (a lock in its work folder), every build under the build folder's
-// lock; the learner's program runs within its deadline: kDeadlineFactor times the lab's own time in that
-// mode, at least kDeadlineFloor seconds (AMP_LAB_CHECK_DEADLINE, seconds, overrides it).
+// One check of an exercise at a time (a lock in its work folder); what the learner's unit builds on is
+// built under the build folder's lock, and with Ninja the unit's own compile and link (Ninja's commands for
+// them) run after it, out of that lock, so that checks of different exercises build at once; the learner's
+// program runs within its deadline: kDeadlineFactor times the lab's own time in that mode, at least
+// kDeadlineFloor seconds (AMP_LAB_CHECK_DEADLINE, seconds, overrides it).
 Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& learner_path,
                        bool full, std::ostream& progress);
 inline constexpr double kDeadlineFactor = 10, kDeadlineFloor = 30;
