@@ -22,7 +22,9 @@
 //       (--dtype does not apply: the lab's formats are E4M3 and E2M1)
 // --flip: no outlier channels: one scale per tensor quantizes the ordinary values as well as the blocks
 //         do, so check blocks-beat-per-tensor fails.
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -163,11 +165,20 @@ struct Rounding {
 };
 
 struct ScaleChecks {
-  bool e8m0 = true;       // every scale amp.cpp gave is 2^e, e an integer in [-127, 127]
-  double worst_waste = 0;  // largest scale / the smallest power of two keeping amax within max
-  bool zero_ok = true;    // a block of zeros gets an E8M0 scale and stays zeros
-  double sat_up_max = 0;  // the largest saturated share amp.cpp's scale left, over all runs
+  bool e8m0 = true;            // every scale amp.cpp gave is 2^e, e an integer in [-127, 127]
+  double not_e8m0 = 0;         // the largest share of its scales that are not, over all runs
+  double worst_waste = 0;      // largest scale / the smallest power of two keeping amax within max
+  bool zero_ok = true;         // a block of zeros gets an E8M0 scale and stays zeros
+  double zero_scale = 0;       // the scale it gave a block of zeros (E4M3's)
+  double sat_up_max = 0;       // the largest saturated share amp.cpp's scale left, over all runs
+  int64_t sat_up_values = 0;   // the values it saturated, all runs
+  int64_t sat_up_negative = 0;  // ... of them negative
 };
+
+// max that keeps a NaN: a NaN in either makes the result NaN (the checks' comparisons then fail).
+double nan_max(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b);
+}
 
 bool is_e8m0(const torch::Tensor& s) {
   const torch::Tensor l = torch::log2(s);
@@ -180,10 +191,14 @@ Rounding measure_rounding(const torch::Tensor& blocks32, const Format& f, ScaleC
   const torch::Tensor fs = floor_scale(blocks, f);
   // amp.cpp's scale, from the fp32 blocks, read as float64.
   const torch::Tensor us = e8m0_block_scale(blocks32, f.max).to(torch::kCPU).to(torch::kDouble);
-  c.e8m0 = c.e8m0 && us.sizes() == fs.sizes() && is_e8m0(us);
+  if (us.sizes() != fs.sizes()) throw std::runtime_error("e8m0_block_scale must return one scale per block");
+  c.e8m0 = c.e8m0 && is_e8m0(us);
+  const torch::Tensor l = torch::log2(us);
+  const torch::Tensor ok = torch::isfinite(us) & (us > 0) & l.eq(torch::round(l)) & (l.abs() <= 127);
+  c.not_e8m0 = nan_max(c.not_e8m0, 1 - ok.to(torch::kDouble).mean().item<double>());
   const torch::Tensor amax = blocks.abs().amax(-1, true);
   const torch::Tensor tight = torch::exp2(torch::ceil(torch::log2(amax / f.max)));
-  c.worst_waste = std::max(c.worst_waste, (us / tight).max().item<double>());
+  c.worst_waste = nan_max(c.worst_waste, (us / tight).max().item<double>());
   Rounding r;
   const torch::Tensor sat_f = saturates(blocks / fs, f), sat_u = saturates(blocks / us, f);
   r.sat_floor = sat_f.to(torch::kDouble).mean().item<double>();
@@ -194,6 +209,8 @@ Rounding measure_rounding(const torch::Tensor& blocks32, const Format& f, ScaleC
   r.sqnr_up = sqnr_db(blocks, fake_quantize(blocks, us, f));
   if (!std::isfinite(r.sqnr_up)) r.sat_up = std::max(r.sat_up, 1.0);
   c.sat_up_max = std::max(c.sat_up_max, r.sat_up);
+  c.sat_up_values += sat_u.sum().item<int64_t>();
+  c.sat_up_negative += (sat_u & (blocks < 0)).sum().item<int64_t>();
   return r;
 }
 
@@ -221,13 +238,14 @@ Roundings measure_roundings(const lab::Context& ctx) {
     const bool ok = s.sizes() == torch::IntArrayRef({1, 1}) && is_e8m0(s) &&
                     fake_quantize(zeros.cpu().to(torch::kDouble), s, *f).eq(0).all().item<bool>();
     m.scale.zero_ok = m.scale.zero_ok && ok;
+    if (f == &kE4m3) m.scale.zero_scale = s.numel() == 1 ? s.item<double>() : std::nan("");
   }
   return m;
 }
 
 // ---- 3. a small MLP, MX fake-quantized ---------------------------------------------------------------
 
-enum class Matmul { Fp32, Bf16, MxFloor, MxUp, Mx4Up };
+enum class Matmul { Fp32, Bf16, MxFloor, MxUp };
 
 struct Mlp {
   torch::Tensor w1, b1, w2, b2;
@@ -241,11 +259,6 @@ torch::Tensor forward(const Mlp& p, const torch::Tensor& x, Matmul kind) {
       case Matmul::Bf16:  // as bf16 autocast runs linear: bf16 inputs, bf16 output
         return torch::linear(in.to(torch::kBFloat16), w.to(torch::kBFloat16), b.to(torch::kBFloat16))
             .to(torch::kFloat);
-      case Matmul::Mx4Up:  // MXFP4 in the forward and backward passes
-        return amp::mx_linear(in, w, b,
-                              {.element = torch::kFloat4_e2m1fn_x2,
-                               .grad_element = torch::kFloat4_e2m1fn_x2,
-                               .mode = amp::MxScaleMode::RCeil});
       default:
         return amp::mx_linear(in, w, b,
                               {.mode = kind == Matmul::MxFloor ? amp::MxScaleMode::Floor
@@ -274,7 +287,7 @@ Mlp copy_of(const Mlp& p) {
 }
 
 struct Training {
-  double initial = 0, fp32 = 0, bf16 = 0, mx_floor = 0, mx_up = 0, mx4_up = 0;  // final float64 MSE
+  double initial = 0, fp32 = 0, bf16 = 0, mx_floor = 0, mx_up = 0;  // final float64 MSE, held out
 };
 
 Training measure_training(const lab::Context& ctx) {
@@ -304,7 +317,6 @@ Training measure_training(const lab::Context& ctx) {
   t.bf16 = train(Matmul::Bf16);
   t.mx_floor = train(Matmul::MxFloor);
   t.mx_up = train(Matmul::MxUp);
-  t.mx4_up = train(Matmul::Mx4Up);
   return t;
 }
 
@@ -364,6 +376,20 @@ void report_rounding(const Result& m, lab::Report& r) {
   row("heavy_fp8", "Student-t, MXFP8", m.round.heavy_fp8);
   row("gauss_fp4", "Gaussian, MXFP4", m.round.gauss_fp4);
   row("heavy_fp4", "Student-t, MXFP4", m.round.heavy_fp4);
+  const ScaleChecks& c = m.round.scale;
+  r.detail_section("amp.cpp's scales, all runs");
+  r.observe("up_saturated_max", "largest share of values saturated", c.sat_up_max, "",
+            lab::percent(c.sat_up_max, 3));
+  const double negative =
+      c.sat_up_values > 0 ? static_cast<double>(c.sat_up_negative) / static_cast<double>(c.sat_up_values) : 0;
+  r.observe("up_saturated_negative", "... of those saturated, the share negative", negative, "",
+            lab::percent(negative));
+  r.observe("up_not_e8m0", "largest share of scales that are not E8M0", c.not_e8m0, "",
+            lab::percent(c.not_e8m0));
+  r.observe("up_waste", "largest scale / the smallest that fits amax", c.worst_waste, "x",
+            lab::num(c.worst_waste));
+  r.observe("up_zero_block_scale", "the scale of a block of zeros (E4M3)", c.zero_scale, "",
+            lab::sci(c.zero_scale));
 }
 
 void report_training(const Result& m, lab::Report& r) {
@@ -378,7 +404,6 @@ void report_training(const Result& m, lab::Report& r) {
   ratio("loss_ratio_bf16", "bf16 matmuls", t.bf16);
   ratio("loss_ratio_mx_floor", "MXFP8 fake-quantized, scale floor (spec)", t.mx_floor);
   ratio("loss_ratio_mx_up", "MXFP8 fake-quantized, scale up (RCEIL)", t.mx_up);
-  ratio("loss_ratio_mx4_up", "MXFP4 fake-quantized, scale up (RCEIL)", t.mx4_up);
 }
 
 void report_checks(const Result& m, lab::Report& r) {
@@ -431,8 +456,8 @@ void report_checks(const Result& m, lab::Report& r) {
           fmt::format("MXFP8 fake-quantized training ends within {:g}x fp32's loss (both scale rules)",
                       kTrainRatio),
           t.mx_floor <= kTrainRatio * t.fp32 && t.mx_up <= kTrainRatio * t.fp32,
-          fmt::format("floor {:.3f}x, up {:.3f}x (bf16 {:.3f}x, MXFP4 {:.3f}x)", t.mx_floor / t.fp32,
-                      t.mx_up / t.fp32, t.bf16 / t.fp32, t.mx4_up / t.fp32));
+          fmt::format("floor {:.3f}x, up {:.3f}x (bf16 {:.3f}x)", t.mx_floor / t.fp32, t.mx_up / t.fp32,
+                      t.bf16 / t.fp32));
   r.takeaway(
       "a scale per block of 32 confines an outlier to its block; round the E8M0 scale up so that a block's "
       "largest values fit the element format");
