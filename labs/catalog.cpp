@@ -150,7 +150,7 @@ const std::vector<LabDecl>& catalog() {
        .track = "frontier",
        .title = "MX formats: one power-of-two scale per block of 32 confines an outlier; round it up, not "
                 "down",
-       .heading = "Activations with outlier channels in E4M3 and E2M1, per tensor, per row and per block",
+       .heading = "Activations with outlier channels in E4M3 and E2M1, scaled three ways",
        .flip_fails = {"blocks-beat-per-tensor", "per-row-no-help"},
        .types = "E4M3 and E2M1"},
   };
