@@ -85,7 +85,7 @@ torch::Tensor mx_fake_quantize(const torch::Tensor& x, torch::ScalarType element
 // How mx_matmul and mx_linear quantize: the forward matmul's inputs to `element`, the backward matmuls'
 // inputs (the output gradient, and the saved input and weight) to `grad_element`, each in blocks of
 // block_size along the dimension the matmul sums over (as MX hardware needs them, and as torchao's
-// emulated MX training does: torchao/prototype/mx_formats/mx_linear.py).
+// emulated MX training does: torchao 0.18.0's mx_mm, torchao/prototype/moe_training/mxfp8_linear.py).
 struct MxMatmulOptions {
   torch::ScalarType element = torch::kFloat8_e4m3fn;
   torch::ScalarType grad_element = torch::kFloat8_e4m3fn;
