@@ -310,7 +310,8 @@ TEST_CASE("mx_matmul reads nothing back to the host, forward or backward") {
 TEST_CASE("mx_matmul and mx_linear refuse shapes a GEMM cannot block, and mixed dtypes") {
   const torch::Tensor a = torch::ones({32, 64}), b = torch::ones({64, 32});
   CHECK_THROWS_WITH_AS(amp::mx_matmul(torch::ones({40, 64}), b),
-                       "amp::mx_matmul: M, a's rows (40) must be a multiple of block_size (32)", amp::MxError);
+                       "amp::mx_matmul: M, a's rows (40) must be a multiple of block_size (32)",
+                       amp::MxError);
   CHECK_THROWS_WITH_AS(amp::mx_matmul(a, torch::ones({64, 48})), doctest::Contains("N, b's columns (48)"),
                        amp::MxError);
   CHECK_THROWS_WITH_AS(amp::mx_matmul(a, torch::ones({32, 32})), doctest::Contains("do not multiply"),

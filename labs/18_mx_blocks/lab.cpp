@@ -40,24 +40,24 @@ namespace {
 
 using namespace lab18;
 
-constexpr int64_t kBlock = 32;            // the MX block
-constexpr int64_t kRows = 128;            // activations: tokens
-constexpr int64_t kChannels = 512;        // ... and channels (16 blocks a row)
-constexpr int64_t kOutlierChannels = 4;   // channels 512x the others (LLM activations have a few)
-constexpr double kOutlierGain = 512;      // their scale, against the ordinary channels' 1
-constexpr int64_t kBlocks = 4096;         // blocks per distribution in the rounding comparison
-constexpr int64_t kBlocksQuick = 1024;    // ... in quick mode
-constexpr double kStudentDof = 3;         // the heavy-tailed blocks: Student-t, 3 degrees of freedom
-constexpr double kBlocksGainDb = 6;       // blocks beat per-tensor by at least this on ordinary values
-constexpr double kRowGainDb = 1;          // per-row scales gain less than this over per-tensor
-constexpr double kRowFlushed = 0.9;       // ... and FP4 per row flushes at least this share of ordinary values
+constexpr int64_t kBlock = 32;           // the MX block
+constexpr int64_t kRows = 128;           // activations: tokens
+constexpr int64_t kChannels = 512;       // ... and channels (16 blocks a row)
+constexpr int64_t kOutlierChannels = 4;  // channels 512x the others (LLM activations have a few)
+constexpr double kOutlierGain = 512;     // their scale, against the ordinary channels' 1
+constexpr int64_t kBlocks = 4096;        // blocks per distribution in the rounding comparison
+constexpr int64_t kBlocksQuick = 1024;   // ... in quick mode
+constexpr double kStudentDof = 3;        // the heavy-tailed blocks: Student-t, 3 degrees of freedom
+constexpr double kBlocksGainDb = 6;      // blocks beat per-tensor by at least this on ordinary values
+constexpr double kRowGainDb = 1;         // per-row scales gain less than this over per-tensor
+constexpr double kRowFlushed = 0.9;      // ... and FP4 per row flushes at least this share of ordinary values
 constexpr int64_t kIn = 64, kHidden = 64, kOut = 32, kBatch = 256;  // the MLP and its batch
-constexpr int64_t kHeldOut = 1024;        // held-out samples the final losses are measured on
-constexpr int64_t kSteps = 80;            // Adam steps per training run
-constexpr int64_t kStepsQuick = 30;       // ... in quick mode
-constexpr double kLr = 1e-2;              // Adam's learning rate
-constexpr double kTargetNoise = 0.3;      // the targets' noise, relative to their standard deviation
-constexpr double kTrainRatio = 1.1;       // MXFP8 training ends within 1.1x fp32's final loss
+constexpr int64_t kHeldOut = 1024;    // held-out samples the final losses are measured on
+constexpr int64_t kSteps = 80;        // Adam steps per training run
+constexpr int64_t kStepsQuick = 30;   // ... in quick mode
+constexpr double kLr = 1e-2;          // Adam's learning rate
+constexpr double kTargetNoise = 0.3;  // the targets' noise, relative to their standard deviation
+constexpr double kTrainRatio = 1.1;   // MXFP8 training ends within 1.1x fp32's final loss
 
 // An element format as the lab's float64 rounding needs it.
 struct Format {
@@ -160,19 +160,19 @@ Activations measure_activations(const lab::Context& ctx) {
 // ---- 2. the scale's rounding -------------------------------------------------------------------------
 
 struct Rounding {
-  double sat_floor = 0, sat_up = 0;        // share of values saturated
-  double blocks_sat_floor = 0;             // share of blocks with a saturated value (floor)
-  double sqnr_floor = 0, sqnr_up = 0;      // dB
+  double sat_floor = 0, sat_up = 0;    // share of values saturated
+  double blocks_sat_floor = 0;         // share of blocks with a saturated value (floor)
+  double sqnr_floor = 0, sqnr_up = 0;  // dB
 };
 
 struct ScaleChecks {
-  bool e8m0 = true;            // every scale amp.cpp gave is 2^e, e an integer in [-127, 127]
-  double not_e8m0 = 0;         // the largest share of its scales that are not, over all runs
-  double worst_waste = 0;      // largest scale / the smallest power of two keeping amax within max
-  bool zero_ok = true;         // a block of zeros gets an E8M0 scale and stays zeros
-  double zero_scale = 0;       // the scale it gave a block of zeros (E4M3's)
-  double sat_up_max = 0;       // the largest saturated share amp.cpp's scale left, over all runs
-  int64_t sat_up_values = 0;   // the values it saturated, all runs
+  bool e8m0 = true;             // every scale amp.cpp gave is 2^e, e an integer in [-127, 127]
+  double not_e8m0 = 0;          // the largest share of its scales that are not, over all runs
+  double worst_waste = 0;       // largest scale / the smallest power of two keeping amax within max
+  bool zero_ok = true;          // a block of zeros gets an E8M0 scale and stays zeros
+  double zero_scale = 0;        // the scale it gave a block of zeros (E4M3's)
+  double sat_up_max = 0;        // the largest saturated share amp.cpp's scale left, over all runs
+  int64_t sat_up_values = 0;    // the values it saturated, all runs
   int64_t sat_up_negative = 0;  // ... of them negative
 };
 
@@ -261,9 +261,8 @@ torch::Tensor forward(const Mlp& p, const torch::Tensor& x, Matmul kind) {
         return torch::linear(in.to(torch::kBFloat16), w.to(torch::kBFloat16), b.to(torch::kBFloat16))
             .to(torch::kFloat);
       default:
-        return amp::mx_linear(in, w, b,
-                              {.mode = kind == Matmul::MxFloor ? amp::MxScaleMode::Floor
-                                                               : amp::MxScaleMode::RCeil});
+        return amp::mx_linear(
+            in, w, b, {.mode = kind == Matmul::MxFloor ? amp::MxScaleMode::Floor : amp::MxScaleMode::RCeil});
     }
   };
   return linear(torch::relu(linear(x, p.w1, p.b1)), p.w2, p.b2);
@@ -411,21 +410,23 @@ void report_checks(const Result& m, lab::Report& r) {
   const Scheme &t8 = scheme(m, "fp8_tensor"), &w8 = scheme(m, "fp8_row"), &b8 = scheme(m, "fp8_mx");
   const Scheme &t4 = scheme(m, "fp4_tensor"), &w4 = scheme(m, "fp4_row"), &b4 = scheme(m, "fp4_mx");
   // Catches a library MX quantizer that differs from the spec (scale rule, element rounding, block axis).
-  r.check("library-matches-float64",
-          "amp::mx_fake_quantize (MXFP8, MXFP4, spec scale) equals the lab's float64 MX quantizer bit for bit",
-          m.act.library_matches, m.act.library_matches ? "equal" : "differs");
+  r.check(
+      "library-matches-float64",
+      "amp::mx_fake_quantize (MXFP8, MXFP4, spec scale) equals the lab's float64 MX quantizer bit for bit",
+      m.act.library_matches, m.act.library_matches ? "equal" : "differs");
   // The lab's point: an outlier coarsens only its own block. Fails under --flip (no outliers: one scale
   // per tensor is as good).
   const double gain4 = b4.sqnr_ordinary - t4.sqnr_ordinary;
-  r.check("blocks-beat-per-tensor",
-          fmt::format("with outlier channels, MXFP4's blocks keep the ordinary values at least {:g} dB "
-                      "better than one FP4 scale per tensor",
-                      kBlocksGainDb),
-          gain4 >= kBlocksGainDb,
-          fmt::format("ordinary channels: MXFP4 {:.1f} dB, per tensor {:.1f} dB ({} flushed); E4M3: MX {:.1f}, "
-                      "per tensor {:.1f} dB",
-                      b4.sqnr_ordinary, t4.sqnr_ordinary, lab::percent(t4.flushed), b8.sqnr_ordinary,
-                      t8.sqnr_ordinary));
+  r.check(
+      "blocks-beat-per-tensor",
+      fmt::format("with outlier channels, MXFP4's blocks keep the ordinary values at least {:g} dB "
+                  "better than one FP4 scale per tensor",
+                  kBlocksGainDb),
+      gain4 >= kBlocksGainDb,
+      fmt::format("ordinary channels: MXFP4 {:.1f} dB, per tensor {:.1f} dB ({} flushed); E4M3: MX {:.1f}, "
+                  "per tensor {:.1f} dB",
+                  b4.sqnr_ordinary, t4.sqnr_ordinary, lab::percent(t4.flushed), b8.sqnr_ordinary,
+                  t8.sqnr_ordinary));
   // Channel outliers sit in every row: a scale per row (per token) flushes the ordinary FP4 values as one
   // per tensor does, and gains nothing in E4M3. Fails under --flip (no outliers: FP4 keeps most values).
   const double row_gain = std::max(w4.sqnr_ordinary - t4.sqnr_ordinary, w8.sqnr_ordinary - t8.sqnr_ordinary);
@@ -439,12 +440,13 @@ void report_checks(const Result& m, lab::Report& r) {
   // The spec's rule, in float64: amax / scale reaches past the element's maximum in some blocks.
   r.check("floor-saturates", "the spec's scale (floor) saturates values in Gaussian blocks, MXFP8 and MXFP4",
           q.gauss_fp8.sat_floor > 0 && q.gauss_fp4.sat_floor > 0,
-          fmt::format("MXFP8 {} of values ({} of blocks), MXFP4 {} ({})", lab::percent(q.gauss_fp8.sat_floor, 2),
-                      lab::percent(q.gauss_fp8.blocks_sat_floor), lab::percent(q.gauss_fp4.sat_floor, 2),
-                      lab::percent(q.gauss_fp4.blocks_sat_floor)));
+          fmt::format("MXFP8 {} of values ({} of blocks), MXFP4 {} ({})",
+                      lab::percent(q.gauss_fp8.sat_floor, 2), lab::percent(q.gauss_fp8.blocks_sat_floor),
+                      lab::percent(q.gauss_fp4.sat_floor, 2), lab::percent(q.gauss_fp4.blocks_sat_floor)));
   // Catches a scale rounded down or to nearest (floor, round, the spec's rule), or from the wrong amax.
   r.check("up-never-saturates", "amp.cpp's scale saturates no value, Gaussian or heavy-tailed, E4M3 or E2M1",
-          q.scale.sat_up_max == 0, fmt::format("largest share saturated {}", lab::percent(q.scale.sat_up_max, 3)));
+          q.scale.sat_up_max == 0,
+          fmt::format("largest share saturated {}", lab::percent(q.scale.sat_up_max, 3)));
   // Catches a scale that is not a power of two (amax / max: no E8M0 byte holds it) or out of E8M0's range.
   r.check("scale-is-e8m0", "every scale amp.cpp gives is 2^e with e an integer in [-127, 127]", q.scale.e8m0,
           q.scale.e8m0 ? "all E8M0" : "a scale no E8M0 byte holds");

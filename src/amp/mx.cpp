@@ -334,8 +334,8 @@ torch::Tensor mx_matmul(const torch::Tensor& a, const torch::Tensor& b, const Mx
   check_operand(kWhere, "a", a);
   check_operand(kWhere, "b", b);
   if (a.scalar_type() != b.scalar_type())
-    throw MxError(kWhere, "a and b must have one dtype, got " + str(a.scalar_type()) + " and " +
-                              str(b.scalar_type()));
+    throw MxError(
+        kWhere, "a and b must have one dtype, got " + str(a.scalar_type()) + " and " + str(b.scalar_type()));
   if (a.size(1) != b.size(0))
     throw MxError(kWhere, "a " + str(a.sizes()) + " and b " + str(b.sizes()) + " do not multiply");
   check_multiple(kWhere, "M, a's rows", a.size(0), options.block_size);
@@ -343,11 +343,10 @@ torch::Tensor mx_matmul(const torch::Tensor& a, const torch::Tensor& b, const Mx
   check_multiple(kWhere, "N, b's columns", b.size(1), options.block_size);
   for (const auto e : {options.element, options.grad_element}) {
     if (!is_element_format(e))
-      throw MxError(kWhere,
-                    "elements must be Float8_e4m3fn, Float8_e5m2 or Float4_e2m1fn_x2, got " + str(e));
+      throw MxError(kWhere, "elements must be Float8_e4m3fn, Float8_e5m2 or Float4_e2m1fn_x2, got " + str(e));
     if (e == torch::kFloat4_e2m1fn_x2 && options.block_size % 2 != 0)
-      throw MxError(kWhere, "block_size must be even for Float4_e2m1fn_x2, got " +
-                                std::to_string(options.block_size));
+      throw MxError(
+          kWhere, "block_size must be even for Float4_e2m1fn_x2, got " + std::to_string(options.block_size));
   }
   return MxMatmulFunction::apply(a, b, options);
 }
