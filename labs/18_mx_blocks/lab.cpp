@@ -174,6 +174,7 @@ struct ScaleChecks {
   double sat_up_max = 0;        // the largest saturated share amp.cpp's scale left, over all runs
   int64_t sat_up_values = 0;    // the values it saturated, all runs
   int64_t sat_up_negative = 0;  // ... of them negative
+  bool up_nonfinite = false;    // a run whose error was not finite (a NaN, inf or 0 scale)
 };
 
 // max that keeps a NaN: a NaN in either makes the result NaN (the checks' comparisons then fail).
@@ -208,6 +209,8 @@ Rounding measure_rounding(const torch::Tensor& blocks32, const Format& f, ScaleC
   r.blocks_sat_floor = sat_f.any(/*dim=*/-1).to(torch::kDouble).mean().item<double>();
   r.sqnr_floor = sqnr_db(blocks, fake_quantize(blocks, fs, f));
   r.sqnr_up = sqnr_db(blocks, fake_quantize(blocks, us, f));
+  // A scale that is not finite (NaN, inf, 0) leaves no value in range: counted as saturating all.
+  c.up_nonfinite = c.up_nonfinite || !std::isfinite(r.sqnr_up);
   if (!std::isfinite(r.sqnr_up)) r.sat_up = std::max(r.sat_up, 1.0);
   c.sat_up_max = std::max(c.sat_up_max, r.sat_up);
   c.sat_up_values += sat_u.sum().item<int64_t>();
@@ -446,7 +449,9 @@ void report_checks(const Result& m, lab::Report& r) {
   // Catches a scale rounded down or to nearest (floor, round, the spec's rule), or from the wrong amax.
   r.check("up-never-saturates", "amp.cpp's scale saturates no value, Gaussian or heavy-tailed, E4M3 or E2M1",
           q.scale.sat_up_max == 0,
-          fmt::format("largest share saturated {}", lab::percent(q.scale.sat_up_max, 3)));
+          q.scale.up_nonfinite
+              ? std::string("a scale left the error not finite (NaN, inf or 0 scale)")
+              : fmt::format("largest share saturated {}", lab::percent(q.scale.sat_up_max, 3)));
   // Catches a scale that is not a power of two (amax / max: no E8M0 byte holds it) or out of E8M0's range.
   r.check("scale-is-e8m0", "every scale amp.cpp gives is 2^e with e an integer in [-127, 127]", q.scale.e8m0,
           q.scale.e8m0 ? "all E8M0" : "a scale no E8M0 byte holds");
