@@ -145,6 +145,14 @@ const std::vector<LabDecl>& catalog() {
        .flip_fails = {"stochastic-tracks-fp32", "kahan-tracks-fp32", "stochastic-unbiased",
                       "stochastic-uses-generator", "stochastic-draws-independent"},
        .types = "bf16"},
+      {.number = 18,
+       .id = "mx-blocks",
+       .track = "frontier",
+       .title = "MX formats: one power-of-two scale per block of 32 confines an outlier; round it up, not "
+                "down",
+       .heading = "Activations with outlier channels in E4M3 and E2M1, scaled three ways",
+       .flip_fails = {"blocks-beat-per-tensor", "per-row-no-help"},
+       .types = "E4M3 and E2M1"},
   };
   return labs;
 }

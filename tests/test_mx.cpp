@@ -243,6 +243,87 @@ TEST_CASE("mx_quantize and mx_dequantize refuse bad dtypes, block sizes and shap
   CHECK_THROWS_AS(amp::mx_dequantize(wrong_element), amp::MxError);
 }
 
+// ---- mx_matmul, mx_linear ----------------------------------------------------------------------------
+
+TEST_CASE("mx_matmul's output and gradients are float64 products of the same fake-quantized operands") {
+  // The reference: each GEMM's operands quantized and dequantized along the summed dimension (by
+  // mx_fake_quantize, tested above against float64 and torchao), then multiplied in float64. Catches a GEMM
+  // whose operands are quantized along the wrong dimension, or a backward that uses the unquantized
+  // gradient or operands.
+  constexpr int64_t kM = 64, kK = 96, kN = 32;
+  for (const auto element : {torch::kFloat8_e4m3fn, torch::kFloat4_e2m1fn_x2}) {
+    CAPTURE(element);
+    at::Generator gen = seeded(11);
+    const torch::Tensor a = (torch::randn({kM, kK}, gen) * 3).requires_grad_();
+    const torch::Tensor b = torch::randn({kK, kN}, gen).requires_grad_();
+    const torch::Tensor upstream = torch::randn({kM, kN}, gen);
+    const amp::MxMatmulOptions o{.element = element, .grad_element = element};
+    const torch::Tensor out = amp::mx_matmul(a, b, o);
+    (out * upstream).sum().backward();
+    auto fq64 = [&](const torch::Tensor& t) {
+      return amp::mx_fake_quantize(t.detach(), element, 32, o.mode).to(torch::kDouble);
+    };
+    const torch::Tensor out_ref = fq64(a).matmul(fq64(b.t()).t());
+    const torch::Tensor grad_a_ref = fq64(upstream).matmul(fq64(b).t());
+    const torch::Tensor grad_b_ref = fq64(a.t()).matmul(fq64(upstream.t()).t());
+    auto rel = [](const torch::Tensor& x, const torch::Tensor& ref) {
+      return ((x.to(torch::kDouble) - ref).abs().max() / ref.abs().max()).item<double>();
+    };
+    constexpr double kFp32Sum = 1e-6;  // fp32 accumulation of <= 96 products, relative to the largest
+    CHECK(rel(out, out_ref) < kFp32Sum);
+    CHECK(rel(a.grad(), grad_a_ref) < kFp32Sum);
+    CHECK(rel(b.grad(), grad_b_ref) < kFp32Sum);
+    // The backward's quantization is visible: the unquantized gradient differs by far more than fp32's sum.
+    const torch::Tensor exact_grad_a = upstream.to(torch::kDouble).matmul(b.detach().to(torch::kDouble).t());
+    CHECK(rel(a.grad(), exact_grad_a) > 100 * kFp32Sum);
+  }
+}
+
+TEST_CASE("mx_linear is mx_matmul of the flattened input and the weight's transpose, plus the bias") {
+  at::Generator gen = seeded(12);
+  const torch::Tensor x = torch::randn({2, 16, 64}, gen).requires_grad_();
+  const torch::Tensor w = torch::randn({32, 64}, gen).requires_grad_();
+  const torch::Tensor bias = torch::randn({32}, gen).requires_grad_();
+  const torch::Tensor y = amp::mx_linear(x, w, bias);
+  CHECK(y.sizes() == torch::IntArrayRef({2, 16, 32}));
+  const torch::Tensor xd = x.detach(), wd = w.detach();
+  const torch::Tensor ref = amp::mx_matmul(xd.reshape({32, 64}), wd.t()) + bias.detach();
+  CHECK(torch::equal(y.detach().reshape({32, 32}), ref));
+  y.sum().backward();
+  CHECK(torch::allclose(bias.grad(), torch::full({32}, 32.0f)));
+  CHECK(x.grad().sizes() == x.sizes());
+  CHECK(w.grad().sizes() == w.sizes());
+}
+
+TEST_CASE("mx_matmul reads nothing back to the host, forward or backward") {
+  at::Generator gen = seeded(13);
+  const torch::Tensor a = torch::randn({32, 64}, gen).requires_grad_();
+  const torch::Tensor b = torch::randn({64, 32}, gen).requires_grad_();
+  host_reads = 0;
+  const at::CallbackHandle handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_host_read));
+  amp::mx_matmul(a, b).sum().backward();
+  const int reads = host_reads;
+  at::removeCallback(handle);
+  CHECK(reads == 0);
+}
+
+TEST_CASE("mx_matmul and mx_linear refuse shapes a GEMM cannot block, and mixed dtypes") {
+  const torch::Tensor a = torch::ones({32, 64}), b = torch::ones({64, 32});
+  CHECK_THROWS_WITH_AS(amp::mx_matmul(torch::ones({40, 64}), b),
+                       "amp::mx_matmul: M, a's rows (40) must be a multiple of block_size (32)",
+                       amp::MxError);
+  CHECK_THROWS_WITH_AS(amp::mx_matmul(a, torch::ones({64, 48})), doctest::Contains("N, b's columns (48)"),
+                       amp::MxError);
+  CHECK_THROWS_WITH_AS(amp::mx_matmul(a, torch::ones({32, 32})), doctest::Contains("do not multiply"),
+                       amp::MxError);
+  CHECK_THROWS_WITH_AS(amp::mx_matmul(a, b.to(torch::kBFloat16)), doctest::Contains("one dtype"),
+                       amp::MxError);
+  CHECK_THROWS_AS(amp::mx_matmul(a.view({32, 2, 32}), b), amp::MxError);
+  CHECK_THROWS_AS(amp::mx_matmul(a, b, {.element = torch::kBFloat16}), amp::MxError);
+  CHECK_THROWS_WITH_AS(amp::mx_linear(a, b.t(), torch::ones({3})), doctest::Contains("bias must be [32]"),
+                       amp::MxError);
+}
+
 // ---- torchao ----------------------------------------------------------------------------------------
 
 namespace {

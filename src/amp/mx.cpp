@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <ATen/ATen.h>
+#include <torch/autograd.h>
 #include <torch/utils.h>
 
 namespace amp {
@@ -252,6 +253,115 @@ torch::Tensor mx_dequantize(const MxTensor& q, torch::ScalarType out) {
   torch::Tensor scale = torch::pow(torch::full_like(offset, 2.0, torch::kFloat), offset);
   scale = torch::where(bytes.ne(kE8m0Nan), scale, torch::full_like(scale, std::nan("")));
   return (values.reshape({-1, q.block_size}) * scale.reshape({-1, 1}).to(out)).view(shape);
+}
+
+torch::Tensor mx_fake_quantize(const torch::Tensor& x, torch::ScalarType element, int64_t block_size,
+                               MxScaleMode mode) {
+  const MxTensor q = mx_quantize(x, element, block_size, mode);
+  return mx_dequantize(q, x.scalar_type());
+}
+
+namespace {
+
+// The saved options, as ctx->saved_data holds them.
+void save_options(torch::autograd::AutogradContext* ctx, const MxMatmulOptions& o) {
+  ctx->saved_data["element"] = static_cast<int64_t>(o.element);
+  ctx->saved_data["grad_element"] = static_cast<int64_t>(o.grad_element);
+  ctx->saved_data["block_size"] = o.block_size;
+  ctx->saved_data["mode"] = static_cast<int64_t>(o.mode);
+}
+
+MxMatmulOptions saved_options(torch::autograd::AutogradContext* ctx) {
+  MxMatmulOptions o;
+  o.element = static_cast<torch::ScalarType>(ctx->saved_data["element"].toInt());
+  o.grad_element = static_cast<torch::ScalarType>(ctx->saved_data["grad_element"].toInt());
+  o.block_size = ctx->saved_data["block_size"].toInt();
+  o.mode = static_cast<MxScaleMode>(ctx->saved_data["mode"].toInt());
+  return o;
+}
+
+// Each GEMM's inputs quantized along the dimension it sums over: the last dimension of the left operand
+// and of the right operand's transpose.
+struct MxMatmulFunction : torch::autograd::Function<MxMatmulFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& a,
+                               const torch::Tensor& b, const MxMatmulOptions& o) {
+    ctx->save_for_backward({a, b});
+    save_options(ctx, o);
+    const torch::Tensor qa = mx_fake_quantize(a, o.element, o.block_size, o.mode);
+    const torch::Tensor qbt = mx_fake_quantize(b.t(), o.element, o.block_size, o.mode);  // [N, K]
+    return torch::matmul(qa, qbt.t());
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const torch::Tensor &a = saved[0], &b = saved[1];
+    const MxMatmulOptions o = saved_options(ctx);
+    const torch::Tensor g = grads[0].to(a.scalar_type());  // [M, N]
+    torch::Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) {
+      const torch::Tensor qg = mx_fake_quantize(g, o.grad_element, o.block_size, o.mode);  // along N
+      const torch::Tensor qb = mx_fake_quantize(b, o.grad_element, o.block_size, o.mode);  // [K, N] along N
+      grad_a = torch::matmul(qg, qb.t());
+    }
+    if (ctx->needs_input_grad(1)) {
+      const torch::Tensor qat = mx_fake_quantize(a.t(), o.grad_element, o.block_size, o.mode);  // [K, M]
+      const torch::Tensor qgt = mx_fake_quantize(g.t(), o.grad_element, o.block_size, o.mode);  // [N, M]
+      grad_b = torch::matmul(qat, qgt.t());
+    }
+    return {grad_a, grad_b, torch::Tensor()};
+  }
+};
+
+void check_operand(const char* where, const char* name, const torch::Tensor& t) {
+  if (!t.defined()) throw MxError(where, std::string(name) + " is an undefined tensor");
+  if (t.dim() != 2) throw MxError(where, std::string(name) + " must be 2-D, got " + str(t.sizes()));
+  const auto dtype = t.scalar_type();
+  if (dtype != torch::kFloat && dtype != torch::kBFloat16 && dtype != torch::kHalf)
+    throw MxError(where, std::string(name) + " must be fp32, bf16 or fp16, got " + str(dtype));
+}
+
+void check_multiple(const char* where, const char* what, int64_t size, int64_t block_size) {
+  if (block_size < 1 || size % block_size != 0)
+    throw MxError(where, std::string(what) + " (" + std::to_string(size) +
+                             ") must be a multiple of block_size (" + std::to_string(block_size) + ")");
+}
+
+}  // namespace
+
+torch::Tensor mx_matmul(const torch::Tensor& a, const torch::Tensor& b, const MxMatmulOptions& options) {
+  constexpr const char* kWhere = "mx_matmul";
+  check_operand(kWhere, "a", a);
+  check_operand(kWhere, "b", b);
+  if (a.scalar_type() != b.scalar_type())
+    throw MxError(
+        kWhere, "a and b must have one dtype, got " + str(a.scalar_type()) + " and " + str(b.scalar_type()));
+  if (a.size(1) != b.size(0))
+    throw MxError(kWhere, "a " + str(a.sizes()) + " and b " + str(b.sizes()) + " do not multiply");
+  check_multiple(kWhere, "M, a's rows", a.size(0), options.block_size);
+  check_multiple(kWhere, "K, a's columns", a.size(1), options.block_size);
+  check_multiple(kWhere, "N, b's columns", b.size(1), options.block_size);
+  for (const auto e : {options.element, options.grad_element}) {
+    if (!is_element_format(e))
+      throw MxError(kWhere, "elements must be Float8_e4m3fn, Float8_e5m2 or Float4_e2m1fn_x2, got " + str(e));
+    if (e == torch::kFloat4_e2m1fn_x2 && options.block_size % 2 != 0)
+      throw MxError(
+          kWhere, "block_size must be even for Float4_e2m1fn_x2, got " + std::to_string(options.block_size));
+  }
+  return MxMatmulFunction::apply(a, b, options);
+}
+
+torch::Tensor mx_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
+                        const MxMatmulOptions& options) {
+  constexpr const char* kWhere = "mx_linear";
+  if (!input.defined() || input.dim() < 1) throw MxError(kWhere, "input must be a tensor of dimension >= 1");
+  check_operand(kWhere, "weight", weight);
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != weight.size(0)))
+    throw MxError(kWhere, "bias must be [" + std::to_string(weight.size(0)) + "], got " + str(bias.sizes()));
+  std::vector<int64_t> out_shape = input.sizes().vec();
+  out_shape.back() = weight.size(0);
+  const torch::Tensor out = mx_matmul(input.reshape({-1, input.size(-1)}), weight.t(), options);
+  return (bias.defined() ? out + bias : out).view(out_shape);
 }
 
 }  // namespace amp

@@ -76,4 +76,38 @@ MxTensor mx_quantize(const torch::Tensor& x, torch::ScalarType element, int64_t 
 // mx_quantize's, its shapes do not match block_size, or out is not a floating type it supports.
 torch::Tensor mx_dequantize(const MxTensor& q, torch::ScalarType out = torch::kFloat);
 
+// x quantized to MX blocks along its last dimension and dequantized back, in x's dtype (fp32, bf16 or fp16):
+// mx_dequantize(mx_quantize(x, element, block_size, mode), x's dtype). No gradient flows through it.
+// Syncs: none. Throws MxError as mx_quantize does.
+torch::Tensor mx_fake_quantize(const torch::Tensor& x, torch::ScalarType element, int64_t block_size = 32,
+                               MxScaleMode mode = MxScaleMode::Floor);
+
+// How mx_matmul and mx_linear quantize: the forward matmul's inputs to `element`, the backward matmuls'
+// inputs (the output gradient, and the saved input and weight) to `grad_element`, each in blocks of
+// block_size along the dimension the matmul sums over (as MX hardware needs them, and as torchao's
+// emulated MX training does: torchao 0.18.0's mx_mm, torchao/prototype/moe_training/mxfp8_linear.py).
+struct MxMatmulOptions {
+  torch::ScalarType element = torch::kFloat8_e4m3fn;
+  torch::ScalarType grad_element = torch::kFloat8_e4m3fn;
+  int64_t block_size = 32;
+  MxScaleMode mode = MxScaleMode::Floor;
+};
+
+// a [M, K] x b [K, N] with MX fake quantization, differentiable in a and b (training without MX hardware:
+// every GEMM sees only values an MX format holds, computed in a's dtype):
+//   forward  out    = fq(a, along K) x fq(b^T, along K)^T
+//   backward grad_a = fq(grad_out, along N) x fq(b, along N)^T
+//            grad_b = fq(a^T, along M) x fq(grad_out^T, along M)^T
+// where fq is mx_fake_quantize. a and b: 2-D, the same floating dtype (fp32, bf16 or fp16), the same device.
+// Syncs: none (forward and backward). Throws MxError when a or b is undefined, not 2-D, of another dtype
+// than the other or not fp32/bf16/fp16, when K does not match, or when M, K or N is not a multiple of
+// block_size (each is a dimension some GEMM sums over); or as mx_quantize for the options' elements.
+torch::Tensor mx_matmul(const torch::Tensor& a, const torch::Tensor& b, const MxMatmulOptions& options = {});
+
+// torch::linear(input, weight, bias) with the matmul's inputs MX fake-quantized as mx_matmul's:
+// input [..., K] (its leading dimensions' product a multiple of block_size), weight [N, K], bias [N] or
+// undefined (added unquantized). Syncs: none. Throws MxError as mx_matmul, and when bias is not [N].
+torch::Tensor mx_linear(const torch::Tensor& input, const torch::Tensor& weight, const torch::Tensor& bias,
+                        const MxMatmulOptions& options = {});
+
 }  // namespace amp
