@@ -349,8 +349,10 @@ const Scheme& scheme(const Result& m, const std::string& key) {
 void report_activations(const Result& m, lab::Report& r) {
   r.dtypes("E4M3 and E2M1", "FP8 E4M3 and FP4 E2M1 elements, E8M0 block scales, float64 references");
   if (m.ctx.flip) r.note("FLIP: no outlier channels");
-  r.section(fmt::format("Activations [{} x {}], {} outlier channels: SQNR (dB) and ordinary values flushed",
-                        kRows, kChannels, m.ctx.flip ? 0 : kOutlierChannels));
+  // A detail (after the answer): the question is on the scale's rounding, below; this is the case for blocks.
+  r.detail_section(
+      fmt::format("Activations [{} x {}], {} outlier channels: SQNR (dB) and ordinary values flushed", kRows,
+                  kChannels, m.ctx.flip ? 0 : kOutlierChannels));
   r.observe("outlier_ratio", "largest |value| / the ordinary channels' rms", m.act.outlier_ratio, "",
             lab::num(m.act.outlier_ratio, 3));
   for (const Scheme& s : m.act.schemes) {
@@ -377,6 +379,8 @@ void report_rounding(const Result& m, lab::Report& r) {
   };
   row("gauss_fp8", "Gaussian, MXFP8", m.round.gauss_fp8);
   row("heavy_fp8", "Student-t, MXFP8", m.round.heavy_fp8);
+  // MXFP4's rows after the answer: the question's screen holds MXFP8's, which show the rule alone.
+  r.detail_section("The same for MXFP4 (E2M1 elements, E8M0 per 32)");
   row("gauss_fp4", "Gaussian, MXFP4", m.round.gauss_fp4);
   row("heavy_fp4", "Student-t, MXFP4", m.round.heavy_fp4);
   const ScaleChecks& c = m.round.scale;
