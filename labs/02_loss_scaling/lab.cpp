@@ -277,8 +277,8 @@ void report_checks(const Result& m, lab::Report& r) {
   // Compares the step's return value with the weights themselves, and both with the lab's own overflow
   // verdict, so it fails on a step that calls opt.step() whatever the scaler found (weights move on an
   // overflowing step), on one that skips without an overflow (an inf left over in .grad without
-  // zero_grad()), on one whose return value is not what happened (tests/lab02_loss_scaling_test.cpp feeds
-  // it such a step), and on a scale that never backs off (a fixed scale of the learner's own).
+  // zero_grad()), on one whose return value is not what happened (a step that returns true whatever it
+  // did), and on a scale that never backs off (a fixed scale of the learner's own).
   const std::string mismatch = lab::skip_mismatch(d.stepped, d.overflowed, d.moved);
   r.check("skips-exactly-overflows",
           "the weights stood still on exactly the steps whose gradients overflowed, which step() reported "

@@ -579,7 +579,7 @@ void report_checks(const Result& m, lab::Report& r) {
   const double cur = m.current.final_loss / m.no_limit, del = m.delayed.final_loss / m.no_limit;
   const double w3 = m.tensors[kW3].lost_loss_scale;
   // Catches a quantize() whose scale does not map the tensor's amax onto the format's max, such as an
-  // inverted scale (amax / max: mutation 14/inverted-scale fails here, and --flip's scale of 1).
+  // inverted scale (amax / max) or --flip's scale of 1.
   // The losses are counted on the FP8 values quantize() returns, against the fp32 tensor: zeros and
   // non-finite values where the tensor had a nonzero value.
   r.check(
