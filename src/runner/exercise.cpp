@@ -37,7 +37,6 @@ bool hint_matches(const ExerciseHint& h, const nlohmann::json& report) {
   if (!h.error.empty()) return false;
   for (const auto& c : report["checks"]) {
     if (c.value("key", "") != h.check || c.value("passed", true)) continue;
-    if (!h.evidence.empty() && c.value("evidence", "").find(h.evidence) == std::string::npos) return false;
     for (const ValueRange& r : h.values) {
       // A value the check does not report, or not a number or boolean, is in no range.
       const auto values = c.value("values", nlohmann::json::object());
@@ -110,7 +109,7 @@ std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlo
     const bool match =
         report ? hint_matches(h, *report) : !h.error.empty() && error.find(h.error) != std::string::npos;
     if (!match) continue;
-    if (!h.error.empty() || !h.evidence.empty() || !h.values.empty() || !h.observation.empty()) return {&h};
+    if (!h.error.empty() || !h.values.empty() || !h.observation.empty()) return {&h};
     if (!catch_all) catch_all = &h;
   }
   if (catch_all) return {catch_all};

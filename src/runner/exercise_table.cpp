@@ -14,8 +14,8 @@ namespace runner {
 
 const std::vector<std::string> kExercisesKeys = {"exercises", "library_errors"};
 const std::vector<std::string> kExerciseKeys = {"lab", "title", "lab_runs", "hints"};
-const std::vector<std::string> kHintKeys = {"id",    "check", "evidence", "value", "observation",
-                                            "range", "error", "text",     "api",   "code"};
+const std::vector<std::string> kHintKeys = {"id",    "check", "value", "observation", "range",
+                                            "error", "text",  "api",   "code"};
 
 bool ExerciseInfo::judges_learner(const std::string& key) const {
   return std::find(lab_runs.begin(), lab_runs.end(), key) == lab_runs.end();
@@ -77,20 +77,19 @@ void read_values(const YamlFile& v, const YAML::Node& node, const std::string& a
 }
 
 // How the report shows the mistake: the lab's error message (error), or a failed check (check), told
-// apart from other mistakes that fail it by its evidence or an observation's range.
+// apart from other mistakes that fail it by its named values or an observation's range.
 void read_match(const YamlFile& v, const YAML::Node& node, const std::string& at, ExerciseHint& h) {
   if (node["check"] && node["error"]) v.fail(node["error"].Mark(), at, "give check or error, not both");
   if (!node["check"] && !node["error"]) v.fail(node.Mark(), at, "missing check or error (one is required)");
   if (node["error"]) {
     h.error = v.text(node, "error", at + ".error");
-    for (const char* key : {"evidence", "value", "observation", "range"})
+    for (const char* key : {"value", "observation", "range"})
       if (node[key]) v.fail(node[key].Mark(), at + "." + key, "goes with check, not with error");
     return;
   }
   h.check = v.text(node, "check", at + ".check");
-  if (int(bool(node["evidence"])) + int(bool(node["value"])) + int(node["observation"] || node["range"]) > 1)
-    v.fail(node.Mark(), at, "give one of evidence, value and observation, not several");
-  if (node["evidence"]) h.evidence = v.text(node, "evidence", at + ".evidence");
+  if (node["value"] && (node["observation"] || node["range"]))
+    v.fail(node["value"].Mark(), at, "give value or observation, not both");
   if (node["value"]) read_values(v, node, at, h);
   if (node["observation"] || node["range"]) read_range(v, node, at, h);
 }
