@@ -130,9 +130,9 @@ void check_keys_named(const lab::LabDecl& decl, const lab::Report& report) {
                     "exercises.yaml's hint names check " << h.check << ", which the lab lacks");
     if (const lab::Check* c = report.find_check(h.check))
       for (const auto& v : h.values)
-        CHECK_MESSAGE(c->values.contains(v.name), "exercises.yaml's hint names value " << v.name << " of check "
-                                                                                        << h.check
-                                                                                        << ", which it does not report");
+        CHECK_MESSAGE(c->values.contains(v.name), "exercises.yaml's hint names value "
+                                                      << v.name << " of check " << h.check
+                                                      << ", which it does not report");
     if (!h.observation.empty())
       CHECK_MESSAGE(has(observations, h.observation), "exercises.yaml's hint names observation "
                                                           << h.observation

@@ -753,7 +753,8 @@ TEST_CASE("each malformed exercises file gets its own error with line, column an
         ":1:1: top level: unknown key 'exercise' (known: exercises, library_errors)");
 }
 
-TEST_CASE("a hint matches a failed check or an error, with a check's named values or an observation's range") {
+TEST_CASE(
+    "a hint matches a failed check or an error, with a check's named values or an observation's range") {
   CHECK(exercises_error("check-and-error", "        error: step() has already been called\n",
                         "        error: step() has already been called\n        check: trains\n") ==
         ":6:16: exercises[0].hints[0]: give check or error, not both");
@@ -776,10 +777,12 @@ TEST_CASE("a hint matches a failed check or an error, with a check's named value
         ":9:16: exercises[0].hints[1].value.name: missing (required)");
   CHECK(exercises_error("value-reversed", "range: [1024, 1024]", "range: [2, 1]") ==
         ":9:38: exercises[0].hints[1].value.range: lo '2' is above hi '1'");
-  CHECK(exercises_error("value-list-item", "{name: scale, range: [1024, 1024]}",
-                        "[{name: scale, range: [0, 1]}, 3]") ==
-        ":9:47: exercises[0].hints[1].value[1]: must be a mapping with name and range: [lo, hi], got a number");
-  CHECK(exercises_error("value-key", "{name: scale, range: [1024, 1024]}", "{name: scale, range: [0, 1], x: 1}") ==
+  CHECK(
+      exercises_error("value-list-item", "{name: scale, range: [1024, 1024]}",
+                      "[{name: scale, range: [0, 1]}, 3]") ==
+      ":9:47: exercises[0].hints[1].value[1]: must be a mapping with name and range: [lo, hi], got a number");
+  CHECK(exercises_error("value-key", "{name: scale, range: [1024, 1024]}",
+                        "{name: scale, range: [0, 1], x: 1}") ==
         ":9:45: exercises[0].hints[1].value: unknown key 'x' (known: name, range)");
   CHECK(exercises_error("range-one", "[2.5, 3.5]", "[2.5]") ==
         ":15:16: exercises[0].hints[2].range: must be [lo, hi], two numbers, got a list");

@@ -197,7 +197,8 @@ TEST_CASE("a check's named values go into the JSON and come back, numbers and bo
           {{"step", 3}, {"gradients_finite", true}, {"factor", 0.5}});
   r.check("plain", "no values", true, "evidence");
   const nlohmann::json j = nlohmann::json::parse(r.to_json().dump());
-  CHECK(j["checks"][0]["values"] == nlohmann::json({{"step", 3}, {"gradients_finite", true}, {"factor", 0.5}}));
+  CHECK(j["checks"][0]["values"] ==
+        nlohmann::json({{"step", 3}, {"gradients_finite", true}, {"factor", 0.5}}));
   CHECK(j["checks"][1]["values"] == nlohmann::json::object());
   const lab::Report back = lab::Report::from_json(j);
   CHECK(back.find_check("k")->values == j["checks"][0]["values"]);

@@ -604,8 +604,8 @@ RunsSummary summarize(const Result& m) {
 void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
-  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe, dtype_values, off_values,
-               resumed_values] = s;
+  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe, dtype_values,
+               off_values, resumed_values] = s;
   r.check("every-precision-trains",
           fmt::format("every precision trains: final loss below {}x the initial", kTrained),
           trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),
@@ -645,8 +645,8 @@ void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& 
 // The checks of what the step does besides training: keeps tiny gradients, clips before the optimizer,
 // resumes bit for bit.
 void report_step_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
-  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe, dtype_values, off_values,
-               resumed_values] = s;
+  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe, dtype_values,
+               off_values, resumed_values] = s;
   // One step on gradients below fp16's range: fails on a scaler never enabled or never used (the loss not
   // scaled), and on bf16 computed in fp16; the lab's own unscaled fp16 step must lose them, or the batch
   // proves nothing.

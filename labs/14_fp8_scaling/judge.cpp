@@ -62,7 +62,7 @@ std::vector<double> delayed_scales(const std::vector<double>& amaxes, double top
 // A delayed case that differs: which misreading of the history the learner's scales `got` follow, if one
 // (its kReadings name and its words; empty when none does).
 std::pair<std::string, std::string> delayed_reading(const QuantizeCase& c, const std::vector<double>& got,
-                            const std::vector<double>& want, double top, double max) {
+                                                    const std::vector<double>& want, double top, double max) {
   const auto follows = [&](const std::vector<double>& scales) {
     for (size_t k = 0; k < got.size(); ++k)
       if (!(std::abs(got[k] / scales[k] - 1) <= kScaleTol)) return false;
@@ -80,7 +80,8 @@ std::pair<std::string, std::string> delayed_reading(const QuantizeCase& c, const
       // pushed before the scale was taken
       {delayed_scales(c.amaxes, top, kHistory - 1, true, true), "own_amax_joined", own},
       {delayed_scales(c.amaxes, top, kHistory, true, true), "own_amax_joined", own},  // max(history, amax)
-      {delayed_scales(c.amaxes, top, kHistory, false), "stale_history", "the history never takes a new amax"}};
+      {delayed_scales(c.amaxes, top, kHistory, false), "stale_history",
+       "the history never takes a new amax"}};
   for (size_t length : {kHistory - 1, kHistory + 1})
     readings.push_back({delayed_scales(c.amaxes, top, length), "wrong_length",
                         fmt::format("the history holds {} amaxes, not {}", length, kHistory)});
@@ -114,7 +115,7 @@ CaseVerdict judge_case(const QuantizeCase& c) {
   std::vector<double> shares;  // what quantize() reported of each call's scaled values beyond max
   s.saturated = &shares;
   std::vector<double> got;  // the learner's inverse scales, as scales
-  CaseVerdict v;  // v.why: the first call that differs
+  CaseVerdict v;            // v.why: the first call that differs
   std::string& first = v.why;
   for (size_t k = 0; k < c.amaxes.size(); ++k) {
     const torch::Tensor t = crafted(c.amaxes[k], c.negative);

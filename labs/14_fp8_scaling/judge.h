@@ -18,8 +18,8 @@ Fp8Scale scale_for(bool grad, Scaling mode);
 // The misreadings of a delayed history that a wrong case's scales can follow, as the check's values name
 // them ("reads_<name>"): the scales right and the values not, the scale of each call's own amax (current
 // scaling), this call's amax in the scale, a history never updated, of the wrong length, without the margin.
-inline const std::vector<std::string> kReadings = {"right_scales", "own_amax_only", "own_amax_joined",
-                                                   "stale_history", "wrong_length", "no_margin"};
+inline const std::vector<std::string> kReadings = {"right_scales",  "own_amax_only", "own_amax_joined",
+                                                   "stale_history", "wrong_length",  "no_margin"};
 
 // quantize() on crafted tensors, each rule reached on its own: the cases whose values, inverse scales or
 // reported clipped share differ from the float64 step (name, what differed), in order, of `cases` run.

@@ -385,8 +385,11 @@ nlohmann::json Report::to_json() const {
     j["charts"].push_back({{"title", c.title}, {"lines", c.lines}, {"data", c.data}});
   j["checks"] = nlohmann::json::array();
   for (const auto& c : checks_)
-    j["checks"].push_back(
-        {{"key", c.key}, {"claim", c.claim}, {"evidence", c.evidence}, {"passed", c.passed}, {"values", c.values}});
+    j["checks"].push_back({{"key", c.key},
+                           {"claim", c.claim},
+                           {"evidence", c.evidence},
+                           {"passed", c.passed},
+                           {"values", c.values}});
   j["notes"] = nlohmann::json::array();
   j["takeaways"] = nlohmann::json::array();
   // The order of everything, so that from_json() renders the report as the lab did.

@@ -60,12 +60,14 @@ void read_values(const YamlFile& v, const YAML::Node& node, const std::string& a
     r.name = v.text(item, "name", field + ".name");
     const YAML::Node range = v.required(item, "range", field + ".range");
     if (!range.IsSequence() || range.size() != 2)
-      v.fail(range.Mark(), field + ".range", std::string("must be [lo, hi], two numbers, got ") + kind_of(range));
+      v.fail(range.Mark(), field + ".range",
+             std::string("must be [lo, hi], two numbers, got ") + kind_of(range));
     r.lo = v.number(range[0], field + ".range[0]");
     r.hi = v.number(range[1], field + ".range[1]");
     if (r.lo > r.hi)
-      v.fail(range.Mark(), field + ".range",
-             fmt::format("lo {} is above hi {}", lab::quote(range[0].Scalar()), lab::quote(range[1].Scalar())));
+      v.fail(
+          range.Mark(), field + ".range",
+          fmt::format("lo {} is above hi {}", lab::quote(range[0].Scalar()), lab::quote(range[1].Scalar())));
     h.values.push_back(std::move(r));
   };
   if (value.IsSequence()) {

@@ -70,10 +70,10 @@ extern const std::vector<std::string>
 // mapping {name, range: [lo, hi]}, or a non-empty list of them: that check's named values, all in range) and
 // `observation` with `range: [lo, hi]` (two numbers, lo <= hi); a check's evidence text is never matched.
 // Which check, value and observation keys a lab reports only its run says: tests/test_labs.cpp holds every
-// key named here to the lab's real --json. Every error is one DataError line "file:line:column: field: what". `library_errors` (optional, a
-// non-empty list of hints with id, error and text): the errors the amp library and LibTorch raise for a
-// misused call, each with the rule it names; every exercise gets them after its own hints (shared = true), so
-// a mistake the exercise knows better is named by the exercise's hint.
+// key named here to the lab's real --json. Every error is one DataError line "file:line:column: field: what".
+// `library_errors` (optional, a non-empty list of hints with id, error and text): the errors the amp library
+// and LibTorch raise for a misused call, each with the rule it names; every exercise gets them after its own
+// hints (shared = true), so a mistake the exercise knows better is named by the exercise's hint.
 std::vector<ExerciseInfo> load_exercises(const std::string& path, const LabLookup& labs);
 // The same for text already in memory; `name` stands for the file in messages.
 std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& name, const LabLookup& labs);
