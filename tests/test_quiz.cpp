@@ -644,7 +644,10 @@ TEST_CASE("a well-formed exercises file loads, each exercise named by its lab's 
   CHECK(e.hints[0].error == "step() has already been called");
   CHECK(e.hints[0].check.empty());
   CHECK(e.hints[1].check == "trains");
-  CHECK(e.hints[1].evidence == "1024");
+  REQUIRE(e.hints[1].values.size() == 1);
+  CHECK(e.hints[1].values[0].name == "scale");
+  CHECK(e.hints[1].values[0].lo == 1024);
+  CHECK(e.hints[1].values[0].hi == 1024);
   CHECK(e.hints[2].observation == "ratio");
   CHECK(e.hints[2].lo == 2.5);
   CHECK(e.hints[2].hi == 3.5);
@@ -733,10 +736,9 @@ TEST_CASE("each malformed exercises file gets its own error with line, column an
   CHECK(exercises_error("second-for-lab", "", "",
                         std::string(kExercises) + "  - lab: lab-a\n    title: again\n") ==
         ":17:10: exercises[1].lab: a second exercise for lab 'lab-a'");
-  CHECK(
-      exercises_error("unknown-key", "evidence: \"1024\"", "evidnece: \"1024\"") ==
-      ":10:9: exercises[0].hints[1]: unknown key 'evidnece' (known: id, check, evidence, observation, range, "
-      "error, text, api, code)");
+  CHECK(exercises_error("unknown-key", "value: {name", "vaule: {name") ==
+        ":10:9: exercises[0].hints[1]: unknown key 'vaule' (known: id, check, value, observation, range, "
+        "error, text, api, code)");
   CHECK(exercises_error("title-list", "title: the loop", "title: [a, b]") ==
         ":3:12: exercises[0].title: must be a string, got a list");
   CHECK(exercises_error("no-title", "    title: the loop\n", "") ==
@@ -769,21 +771,20 @@ TEST_CASE(
   // A hint never matches a check's evidence text, which is for people: the key is gone.
   CHECK(exercises_error("evidence", "        value: {name: scale, range: [1024, 1024]}\n",
                         "        evidence: \"1024\"\n") ==
-        ":9:9: exercises[0].hints[1]: unknown key 'evidence' (known: id, check, value, observation, range, "
+        ":10:9: exercises[0].hints[1]: unknown key 'evidence' (known: id, check, value, observation, range, "
         "error, text, api, code)");
   CHECK(exercises_error("value-no-range", "{name: scale, range: [1024, 1024]}", "{name: scale}") ==
-        ":9:16: exercises[0].hints[1].value.range: missing (required)");
+        ":10:16: exercises[0].hints[1].value.range: missing (required)");
   CHECK(exercises_error("value-no-name", "{name: scale, range: [1024, 1024]}", "{range: [1, 2]}") ==
-        ":9:16: exercises[0].hints[1].value.name: missing (required)");
+        ":10:16: exercises[0].hints[1].value.name: missing (required)");
   CHECK(exercises_error("value-reversed", "range: [1024, 1024]", "range: [2, 1]") ==
-        ":9:38: exercises[0].hints[1].value.range: lo '2' is above hi '1'");
-  CHECK(
-      exercises_error("value-list-item", "{name: scale, range: [1024, 1024]}",
-                      "[{name: scale, range: [0, 1]}, 3]") ==
-      ":9:47: exercises[0].hints[1].value[1]: must be a mapping with name and range: [lo, hi], got a number");
+        ":10:37: exercises[0].hints[1].value.range: lo '2' is above hi '1'");
+  CHECK(exercises_error("value-list-item", "{name: scale, range: [1024, 1024]}",
+                        "[{name: scale, range: [0, 1]}, 3]") ==
+        ":10:47: exercises[0].hints[1].value[1]: must be a mapping with name and range: [lo, hi]");
   CHECK(exercises_error("value-key", "{name: scale, range: [1024, 1024]}",
                         "{name: scale, range: [0, 1], x: 1}") ==
-        ":9:45: exercises[0].hints[1].value: unknown key 'x' (known: name, range)");
+        ":10:45: exercises[0].hints[1].value: unknown key 'x' (known: name, range)");
   CHECK(exercises_error("range-one", "[2.5, 3.5]", "[2.5]") ==
         ":15:16: exercises[0].hints[2].range: must be [lo, hi], two numbers, got a list");
   CHECK(exercises_error("range-word", "[2.5, 3.5]", "[2.5, big]") ==
