@@ -3,8 +3,8 @@
 // checked). The title states the answer, so the quiz shows it only after the learner answers; the heading
 // is what the quiz shows before. `types` and `dtype_choice` say which floating types it runs and whether
 // --dtype chooses one (a lab without a dtype_choice refuses it). What a lab reports (its observation and
-// check keys) is its own report's: tests/test_labs.cpp holds quiz.yaml, exercises.yaml, flip_fails and
-// types to its real --json.
+// check keys) is its own report's: the lab tests hold quiz.yaml, exercises.yaml, flip_fails and types to its
+// real --json.
 #include "lab/catalog.h"
 
 namespace lab {

@@ -285,7 +285,7 @@ TEST_CASE(
 
 TEST_CASE("every hint of the exercise is shown for the starter or a wrong solution, or catches all") {
   // A hint no kept mistake reaches is untested text: each must be shown for the starter or a wrong
-  // solution, or be the catch-all of its check (no evidence, observation or error to match). A wrong
+  // solution, or be the catch-all of its check (no value, observation or error to match). A wrong
   // solution's hint is the one its mutation names: the case above judges each and fails if that hint is not
   // shown, so this one runs only the starter.
   const auto& e = the_exercise();
@@ -296,7 +296,7 @@ TEST_CASE("every hint of the exercise is shown for the starter or a wrong soluti
   for (const auto& h : e.hints) {
     if (h.shared) continue;  // the library's errors: the case below
     const bool seen = std::find(shown.begin(), shown.end(), h.id) != shown.end();
-    const bool catch_all = h.evidence.empty() && h.observation.empty() && h.error.empty();
+    const bool catch_all = h.values.empty() && h.observation.empty() && h.error.empty();
     INFO("hint " << h.id);
     CHECK((seen || catch_all));
   }

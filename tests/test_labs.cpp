@@ -1,5 +1,5 @@
 // Every lab, held to its declaration (labs/catalog.cpp) and to what the data files name of it (quiz.yaml's
-// placeholders, exercises.yaml's check and observation keys) through its real executable and --json.
+// placeholders, exercises.yaml's check, value and observation keys) through its real executable and --json.
 // ctest runs each test case once per lab (tests/CMakeLists.txt sets AMP_LAB_TEST_LAB), so a new lab is
 // covered by declaring it: no new test file. Needs no LibTorch: it reads what the labs print.
 #include <doctest/doctest.h>
@@ -128,6 +128,11 @@ void check_keys_named(const lab::LabDecl& decl, const lab::Report& report) {
     if (!h.check.empty())
       CHECK_MESSAGE(has(checks, h.check),
                     "exercises.yaml's hint names check " << h.check << ", which the lab lacks");
+    if (const lab::Check* c = report.find_check(h.check))
+      for (const auto& v : h.values)
+        CHECK_MESSAGE(c->values.contains(v.name), "exercises.yaml's hint names value "
+                                                      << v.name << " of check " << h.check
+                                                      << ", which it does not report");
     if (!h.observation.empty())
       CHECK_MESSAGE(has(observations, h.observation), "exercises.yaml's hint names observation "
                                                           << h.observation

@@ -615,7 +615,7 @@ const char* kExercises = R"(exercises:
         text: call update() after every step
       - id: scaled-twice
         check: trains
-        evidence: "1024"
+        value: {name: scale, range: [1024, 1024]}
         text: scale once
       - id: too-big
         check: trains
@@ -644,7 +644,10 @@ TEST_CASE("a well-formed exercises file loads, each exercise named by its lab's 
   CHECK(e.hints[0].error == "step() has already been called");
   CHECK(e.hints[0].check.empty());
   CHECK(e.hints[1].check == "trains");
-  CHECK(e.hints[1].evidence == "1024");
+  REQUIRE(e.hints[1].values.size() == 1);
+  CHECK(e.hints[1].values[0].name == "scale");
+  CHECK(e.hints[1].values[0].lo == 1024);
+  CHECK(e.hints[1].values[0].hi == 1024);
   CHECK(e.hints[2].observation == "ratio");
   CHECK(e.hints[2].lo == 2.5);
   CHECK(e.hints[2].hi == 3.5);
@@ -733,10 +736,9 @@ TEST_CASE("each malformed exercises file gets its own error with line, column an
   CHECK(exercises_error("second-for-lab", "", "",
                         std::string(kExercises) + "  - lab: lab-a\n    title: again\n") ==
         ":17:10: exercises[1].lab: a second exercise for lab 'lab-a'");
-  CHECK(
-      exercises_error("unknown-key", "evidence: \"1024\"", "evidnece: \"1024\"") ==
-      ":10:9: exercises[0].hints[1]: unknown key 'evidnece' (known: id, check, evidence, observation, range, "
-      "error, text, api, code)");
+  CHECK(exercises_error("unknown-key", "value: {name", "vaule: {name") ==
+        ":10:9: exercises[0].hints[1]: unknown key 'vaule' (known: id, check, value, observation, range, "
+        "error, text, api, code)");
   CHECK(exercises_error("title-list", "title: the loop", "title: [a, b]") ==
         ":3:12: exercises[0].title: must be a string, got a list");
   CHECK(exercises_error("no-title", "    title: the loop\n", "") ==
@@ -753,18 +755,36 @@ TEST_CASE("each malformed exercises file gets its own error with line, column an
         ":1:1: top level: unknown key 'exercise' (known: exercises, library_errors)");
 }
 
-TEST_CASE("a hint matches a failed check or an error, with evidence or an observation's range") {
+TEST_CASE(
+    "a hint matches a failed check or an error, with a check's named values or an observation's range") {
   CHECK(exercises_error("check-and-error", "        error: step() has already been called\n",
                         "        error: step() has already been called\n        check: trains\n") ==
         ":6:16: exercises[0].hints[0]: give check or error, not both");
   CHECK(exercises_error("neither", "        error: step() has already been called\n", "") ==
         ":5:9: exercises[0].hints[0]: missing check or error (one is required)");
-  CHECK(exercises_error("evidence-with-error", "        text: call update",
-                        "        evidence: x\n        text: call update") ==
-        ":7:19: exercises[0].hints[0].evidence: goes with check, not with error");
-  CHECK(exercises_error("evidence-and-observation", "        observation: ratio\n",
-                        "        observation: ratio\n        evidence: x\n") ==
-        ":15:19: exercises[0].hints[2]: give evidence or observation, not both");
+  CHECK(exercises_error("value-with-error", "        text: call update",
+                        "        value: {name: x, range: [0, 0]}\n        text: call update") ==
+        ":7:16: exercises[0].hints[0].value: goes with check, not with error");
+  CHECK(exercises_error("value-and-observation", "        observation: ratio\n",
+                        "        observation: ratio\n        value: {name: x, range: [0, 0]}\n") ==
+        ":15:16: exercises[0].hints[2]: give value or observation, not both");
+  // A hint never matches a check's evidence text, which is for people: the key is gone.
+  CHECK(exercises_error("evidence", "        value: {name: scale, range: [1024, 1024]}\n",
+                        "        evidence: \"1024\"\n") ==
+        ":10:9: exercises[0].hints[1]: unknown key 'evidence' (known: id, check, value, observation, range, "
+        "error, text, api, code)");
+  CHECK(exercises_error("value-no-range", "{name: scale, range: [1024, 1024]}", "{name: scale}") ==
+        ":10:16: exercises[0].hints[1].value.range: missing (required)");
+  CHECK(exercises_error("value-no-name", "{name: scale, range: [1024, 1024]}", "{range: [1, 2]}") ==
+        ":10:16: exercises[0].hints[1].value.name: missing (required)");
+  CHECK(exercises_error("value-reversed", "range: [1024, 1024]", "range: [2, 1]") ==
+        ":10:37: exercises[0].hints[1].value.range: lo '2' is above hi '1'");
+  CHECK(exercises_error("value-list-item", "{name: scale, range: [1024, 1024]}",
+                        "[{name: scale, range: [0, 1]}, 3]") ==
+        ":10:47: exercises[0].hints[1].value[1]: must be a mapping with name and range: [lo, hi]");
+  CHECK(exercises_error("value-key", "{name: scale, range: [1024, 1024]}",
+                        "{name: scale, range: [0, 1], x: 1}") ==
+        ":10:45: exercises[0].hints[1].value: unknown key 'x' (known: name, range)");
   CHECK(exercises_error("range-one", "[2.5, 3.5]", "[2.5]") ==
         ":15:16: exercises[0].hints[2].range: must be [lo, hi], two numbers, got a list");
   CHECK(exercises_error("range-word", "[2.5, 3.5]", "[2.5, big]") ==

@@ -191,6 +191,25 @@ TEST_CASE("detail sections stay out of the measured part and make up the details
   CHECK(details.find("Demo") == std::string::npos);  // no title: it continues the report
 }
 
+TEST_CASE("a check's named values go into the JSON and come back, numbers and booleans only") {
+  lab::Report r("demo", "Demo");
+  r.check("k", "a claim", false, "step 3: gradients finite, weights unchanged",
+          {{"step", 3}, {"gradients_finite", true}, {"factor", 0.5}});
+  r.check("plain", "no values", true, "evidence");
+  const nlohmann::json j = nlohmann::json::parse(r.to_json().dump());
+  CHECK(j["checks"][0]["values"] ==
+        nlohmann::json({{"step", 3}, {"gradients_finite", true}, {"factor", 0.5}}));
+  CHECK(j["checks"][1]["values"] == nlohmann::json::object());
+  const lab::Report back = lab::Report::from_json(j);
+  CHECK(back.find_check("k")->values == j["checks"][0]["values"]);
+  CHECK(back.find_check("k")->evidence == "step 3: gradients finite, weights unchanged");
+  CHECK_THROWS_AS(r.check("text", "a claim", true, "", {{"why", "words"}}), std::invalid_argument);
+  CHECK_THROWS_AS(r.check("list", "a claim", true, "", nlohmann::json::array({1})), std::invalid_argument);
+  nlohmann::json bad = j;
+  bad["checks"][0]["values"] = 3;
+  CHECK_THROWS_AS(lab::Report::from_json(bad), std::invalid_argument);
+}
+
 TEST_CASE("a check key is recorded once") {
   lab::Report r("demo", "Demo");
   r.check("same", "first", true, "");

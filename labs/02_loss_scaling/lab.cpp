@@ -277,8 +277,8 @@ void report_checks(const Result& m, lab::Report& r) {
   // Compares the step's return value with the weights themselves, and both with the lab's own overflow
   // verdict, so it fails on a step that calls opt.step() whatever the scaler found (weights move on an
   // overflowing step), on one that skips without an overflow (an inf left over in .grad without
-  // zero_grad()), on one whose return value is not what happened (tests/lab02_loss_scaling_test.cpp feeds
-  // it such a step), and on a scale that never backs off (a fixed scale of the learner's own).
+  // zero_grad()), on one whose return value is not what happened (a step that returns true whatever it
+  // did), and on a scale that never backs off (a fixed scale of the learner's own).
   const std::string mismatch = lab::skip_mismatch(d.stepped, d.overflowed, d.moved);
   r.check("skips-exactly-overflows",
           "the weights stood still on exactly the steps whose gradients overflowed, which step() reported "
@@ -288,7 +288,8 @@ void report_checks(const Result& m, lab::Report& r) {
                       "{} regrowths",
                       d.skipped(), std::count(d.overflowed.begin(), d.overflowed.end(), true),
                       std::count(d.moved.begin(), d.moved.end(), true),
-                      mismatch.empty() ? "the same steps" : mismatch, regrowths(d)));
+                      mismatch.empty() ? "the same steps" : mismatch, regrowths(d)),
+          lab::skip_mismatch_values(d.stepped, d.overflowed, d.moved));
   // Against the lab's own fp32 step: fails on gradients unscaled twice, or an optimizer stepped besides
   // scaler.step (a mistake train_step would make in fp32 too, were it the reference); the steps that moved
   // the weights tell a step never taken apart.
@@ -297,7 +298,9 @@ void report_checks(const Result& m, lab::Report& r) {
       fmt::format("fp16 + GradScaler reaches fp32's final loss within {}", lab::percent(kLossTolerance, 0)),
       std::abs(ratio_scaled - 1) <= kLossTolerance,
       fmt::format("{:.3f}x fp32; {} of {} steps moved the weights", ratio_scaled,
-                  std::count(m.scaled.moved.begin(), m.scaled.moved.end(), true), m.scaled.moved.size()));
+                  std::count(m.scaled.moved.begin(), m.scaled.moved.end(), true), m.scaled.moved.size()),
+      {{"loss_ratio", ratio_scaled},
+       {"steps_moved", std::count(m.scaled.moved.begin(), m.scaled.moved.end(), true)}});
   // train_step with the scaler disabled must not scale: fails on a scale of the learner's own (or none used),
   // and on a train_step that never steps (its loss stays where it started, far above fp32's too).
   const auto unscaled_moved = std::count(m.unscaled.moved.begin(), m.unscaled.moved.end(), true);

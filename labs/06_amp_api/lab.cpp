@@ -570,6 +570,10 @@ struct RunsSummary {
   bool trained = true, dtypes_right = true, kept = true;
   int identical = 0;
   std::string per_run, ran, off, gaps, probe;
+  // The same per run as the checks' named values: <run>_ran_fp32 (its Linears ran in fp32), <run>_off (its
+  // loss off the lab's step), <run>_resumed_equal.
+  nlohmann::json dtype_values = nlohmann::json::object(), off_values = nlohmann::json::object(),
+                 resumed_values = nlohmann::json::object();
 };
 
 RunsSummary summarize(const Result& m) {
@@ -579,12 +583,15 @@ RunsSummary summarize(const Result& m) {
     s.identical += run.resumed_equal;
     s.per_run += fmt::format("{}{} {}", s.per_run.empty() ? "" : ", ", run.name,
                              run.resumed_equal ? "equal" : "differs");
+    s.resumed_values[run.name + "_resumed_equal"] = bool(run.resumed_equal);
+    s.dtype_values[run.name + "_ran_fp32"] = run.ran == std::set<torch::ScalarType>{torch::kFloat};
     const bool right = run.ran == std::set<torch::ScalarType>{run.dtype};
     s.dtypes_right = s.dtypes_right && right;
     s.ran += fmt::format("{}{}: {}{}", s.ran.empty() ? "" : "; ", run.name, ran_in(run),
                          right ? "" : fmt::format(" (not {})", dtype_name(run.dtype)));
     const double g = gap(run.final_loss, reference_for(m, run));
     if (!(g <= kSameTol)) s.off += fmt::format("{}{}", s.off.empty() ? "" : ", ", run.name);  // NaN is off
+    s.off_values[run.name + "_off"] = !(g <= kSameTol);
     s.gaps += fmt::format("{}{} {}", s.gaps.empty() ? "" : ", ", run.name, lab::percent(g, 2));
     s.kept = s.kept && run.probe_off <= kProbeOffMax;  // NaN fails
     s.probe += fmt::format("{}{} {}", s.probe.empty() ? "" : ", ", run.name, lab::percent(run.probe_off, 1));
@@ -597,7 +604,8 @@ RunsSummary summarize(const Result& m) {
 void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
   const RunResult& fp32 = m.runs.front();
   const RunResult& fp16 = m.runs.back();
-  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe] = s;
+  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe, dtype_values,
+               off_values, resumed_values] = s;
   r.check("every-precision-trains",
           fmt::format("every precision trains: final loss below {}x the initial", kTrained),
           trained && m.runs.size() == (m.ctx.cuda() && !amp::cuda_supports_bf16() ? 2u : 3u),
@@ -607,7 +615,7 @@ void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& 
   // (always fp16, the device's default bf16) where the run's is meant.
   r.check("autocast-dtype",
           "each run's Linears ran in its own precision: fp32 without autocast, bf16 and fp16 under autocast",
-          dtypes_right, ran);
+          dtypes_right, ran, dtype_values);
   // Against the lab's own fp32 step (fp16's skipping the steps whose gradients overflowed): fails on a
   // clip before unscale_ (fp16 only), or on a step wrong in every precision (zero_grad() left out).
   r.check(
@@ -618,7 +626,8 @@ void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& 
       off.empty(),
       fmt::format("{}{} (fp16 against the lab's fp32 skipping the same {} steps; of plain fp32: {})",
                   off.empty() ? "" : "off: " + off + "; ", gaps, fp16.skipped,
-                  lab::percent(gap(fp16.final_loss, m.reference_fp32), 2)));
+                  lab::percent(gap(fp16.final_loss, m.reference_fp32), 2)),
+      off_values);
   // The fp16 run's records against one another: fails on opt.step() called whatever the scaler found (the
   // weights move on an overflowing step) and on a return value that is not what the step did.
   // skips-exactly-overflows: the fp16 run's records agree step by step (src/lab/skip_record.h).
@@ -629,13 +638,15 @@ void report_training_checks(const Result& m, const RunsSummary& s, lab::Report& 
           "reported skipped",
           overflowed > 0 && mismatch.empty(),
           fmt::format("{} overflowed (the lab's own backward), {} left the weights still; {}", overflowed,
-                      fp16.skipped, mismatch.empty() ? "the same steps" : mismatch));
+                      fp16.skipped, mismatch.empty() ? "the same steps" : mismatch),
+          lab::skip_mismatch_values(m.fp16.stepped, m.fp16.overflowed, m.fp16.moved));
 }
 
 // The checks of what the step does besides training: keeps tiny gradients, clips before the optimizer,
 // resumes bit for bit.
 void report_step_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
-  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe] = s;
+  const auto& [trained, dtypes_right, kept, identical, per_run, ran, off, gaps, probe, dtype_values,
+               off_values, resumed_values] = s;
   // One step on gradients below fp16's range: fails on a scaler never enabled or never used (the loss not
   // scaled), and on bf16 computed in fp16; the lab's own unscaled fp16 step must lose them, or the batch
   // proves nothing.
@@ -668,7 +679,7 @@ void report_step_checks(const Result& m, const RunsSummary& s, lab::Report& r) {
   r.check("resume-bitwise",
           "resuming from model, optimizer and scaler state reproduces the uninterrupted run bit for bit, in "
           "every precision",
-          identical == static_cast<int>(m.runs.size()), per_run);
+          identical == static_cast<int>(m.runs.size()), per_run, resumed_values);
 }
 
 void report_checks(const Result& m, lab::Report& r) {

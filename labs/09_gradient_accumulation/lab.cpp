@@ -406,7 +406,11 @@ void add_training_checks(const Result& m, lab::Report& r) {
                       m.applied == 0 && m.final_scale < kInitScale
                           ? ", every batch skipped, the scale backing off each time"
                           : "",
-                      kFp16TolFactor, lab::sci(m.whole_error[1])));
+                      kFp16TolFactor, lab::sci(m.whole_error[1])),
+          {{"applied", m.applied},
+           {"nonfinite", m.nonfinite},
+           {"skipped", m.skipped},
+           {"scale_backed_off", m.final_scale < kInitScale}});
   // Fails on a forward that is not fp16 (autocast off, or bf16: at 2^24 their gradients do not overflow, so
   // the batch is applied) and on a step taken past the skip (the weights sent to inf/NaN). A skip is one
   // only where other batches step: an accumulate that never steps fails too.
@@ -420,7 +424,8 @@ void add_training_checks(const Result& m, lab::Report& r) {
                   !m.first_moved   ? "weights unchanged (skipped)"
                   : m.first_finite ? "applied with finite gradients"
                                    : "applied, weights moved to inf/NaN",
-                  m.applied));
+                  m.applied),
+      {{"first_moved", m.first_moved}, {"first_finite", m.first_finite}, {"applied", m.applied}});
   // Fails on a returned flag that is not what the step did (true whatever scaler.step() returned, or
   // false for a step taken): the compared batch's two calls and every training batch. A flag that is
   // always false agrees with weights that never move, so some batch must be applied.

@@ -511,7 +511,12 @@ void add_checks(const Result& m, lab::Report& r) {
                       : m.overflow_finite ? "moved"
                                           : "moved to inf/NaN",
                       m.overflow_stepped ? "true" : "false", flags_wrong,
-                      f16_trained ? "lowered the loss" : "never lowered the loss"));
+                      f16_trained ? "lowered the loss" : "never lowered the loss"),
+          {{"overflow_moved", m.overflow_moved},
+           {"overflow_finite", m.overflow_finite},
+           {"overflow_stepped", m.overflow_stepped},
+           {"flags_wrong", flags_wrong},
+           {"fp16_trained", f16_trained}});
 }
 
 // The small-gradient batch. Fails on a penalty from autograd::grad of the loss itself, not of

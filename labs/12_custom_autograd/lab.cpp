@@ -83,6 +83,8 @@ struct MatMulPlain : torch::autograd::Function<MatMulPlain> {
 struct Out {
   torch::Tensor value, grad;  // the function's output and d(sum)/dw
   std::string error;          // set when backward was refused
+  // The refusal was amp::CustomBwd's (what() reads "amp::CustomBwd: ..."): forward made no CustomFwd.
+  bool no_custom_fwd = false;
 };
 
 struct Result {
@@ -123,6 +125,7 @@ Out norm_on_leaf(bool flip, const torch::Tensor& h16) {
     o.grad = leaf.grad();
   } catch (const std::exception& e) {
     o.error = short_error(e.what());
+    o.no_custom_fwd = o.error.find("amp::CustomBwd: ") != std::string::npos;
   }
   return o;
 }
@@ -139,6 +142,7 @@ Out mm_backward_in_autocast(bool flip, const torch::Tensor& a, const torch::Tens
     o.grad = torch::cat({la.grad().flatten(), lb.grad().flatten()});
   } catch (const std::exception& e) {
     o.error = short_error(e.what());
+    o.no_custom_fwd = o.error.find("amp::CustomBwd: ") != std::string::npos;
   }
   return o;
 }
@@ -157,6 +161,7 @@ Out run_through(Fn fn, const torch::Tensor& x, const torch::Tensor& w, bool fp16
     o.grad = leaf.grad();
   } catch (const std::exception& e) {
     o.error = short_error(e.what());
+    o.no_custom_fwd = o.error.find("amp::CustomBwd: ") != std::string::npos;
   }
   return o;
 }
@@ -349,13 +354,15 @@ void report_norm_check(const Result& m, lab::Report& r) {
   // bf16 autocast too, where the device has it: a bf16 h must be computed in fp32 as well. Its gradient goes
   // back to h in bf16: 1.65e-03-1.66e-03 from float64 at seeds 0-49 (2-core AMD EPYC, family 25 model 17),
   // under kTol's 1e-2.
-  bool norms_ok = true;
+  bool norms_ok = true, refused = false, no_custom_fwd = false;
   std::string norms;
   const std::tuple<const char*, const Out*, const Out*> leaves[] = {
       {"fp16", &m.leaf_norm, &m.leaf_norm_ref}, {"bf16", &m.leaf_norm_bf16, &m.leaf_norm_bf16_ref}};
   for (const auto& [input, ln, ref] : leaves) {
     if (!ln->value.defined()) continue;  // bf16 on a GPU without it
     const double ln_out = rel(ln->value, ref->value), ln_grad = grad_error(*ln, *ref);
+    refused = refused || !ran(*ln);
+    no_custom_fwd = no_custom_fwd || ln->no_custom_fwd;
     norms_ok = norms_ok && ln->value.scalar_type() == torch::kFloat && non_finite_share(ln->value) == 0 &&
                ln_out <= kFp32Tol && ln_grad <= kTol;
     norms += fmt::format("{}{} input: output {}, {} non-finite; outputs {}, gradients {} from float64{}",
@@ -369,7 +376,7 @@ void report_norm_check(const Result& m, lab::Report& r) {
       fmt::format("with cast_inputs=fp32, the norms come back fp32 and finite, within {} of float64 on the "
                   "same fp16 input (and bf16 input), and their gradients within {}",
                   lab::sci(kFp32Tol, 1), lab::sci(kTol, 1)),
-      norms_ok, norms);
+      norms_ok, norms, {{"backward_refused", refused}, {"no_custom_fwd", no_custom_fwd}});
 }
 
 // The checks of MatMulAutocast, the function that follows autocast: its backward and its output's dtype.
@@ -380,7 +387,8 @@ void report_matmul_checks(const Result& m, lab::Report& r) {
           "with CustomBwd, the mixed-dtype backward runs under the forward's autocast and matches float64",
           ran(m.mm_guarded) && mm_err <= kTol,
           ran(m.mm_guarded) ? fmt::format("gradients {} from float64", lab::sci(mm_err))
-                            : "refused: " + m.mm_guarded.error);
+                            : "refused: " + m.mm_guarded.error,
+          {{"backward_refused", !ran(m.mm_guarded)}, {"no_custom_fwd", m.mm_guarded.no_custom_fwd}});
   // Catches a backward that runs in the caller's autocast state rather than the forward's: no CustomBwd,
   // even with its operands cast by hand so that mm accepts them (forward outside autocast, backward inside
   // fp16 autocast: only CustomBwd keeps it fp32).

@@ -60,34 +60,48 @@ std::vector<double> delayed_scales(const std::vector<double>& amaxes, double top
 }
 
 // A delayed case that differs: which misreading of the history the learner's scales `got` follow, if one
-// ("" when none does).
-std::string delayed_reading(const QuantizeCase& c, const std::vector<double>& got,
-                            const std::vector<double>& want, double top, double max) {
+// (its kReadings name and its words; empty when none does).
+std::pair<std::string, std::string> delayed_reading(const QuantizeCase& c, const std::vector<double>& got,
+                                                    const std::vector<double>& want, double top, double max) {
   const auto follows = [&](const std::vector<double>& scales) {
     for (size_t k = 0; k < got.size(); ++k)
       if (!(std::abs(got[k] / scales[k] - 1) <= kScaleTol)) return false;
     return true;
   };
   const std::string own = "this call's amax is in the scale, not only the history's";
-  std::vector<std::pair<std::vector<double>, std::string>> readings = {
-      {want, "the scales are right, the values are not"},
-      {delayed_scales(c.amaxes, top, 0, true, true),
+  struct Reading {
+    std::vector<double> scales;
+    std::string name, words;
+  };
+  std::vector<Reading> readings = {
+      {want, "right_scales", "the scales are right, the values are not"},
+      {delayed_scales(c.amaxes, top, 0, true, true), "own_amax_only",
        "the scale follows each call's own amax (current scaling)"},
-      {delayed_scales(c.amaxes, top, kHistory - 1, true, true), own},  // pushed before the scale was taken
-      {delayed_scales(c.amaxes, top, kHistory, true, true), own},      // max(history, amax)
-      {delayed_scales(c.amaxes, top, kHistory, false), "the history never takes a new amax"}};
+      // pushed before the scale was taken
+      {delayed_scales(c.amaxes, top, kHistory - 1, true, true), "own_amax_joined", own},
+      {delayed_scales(c.amaxes, top, kHistory, true, true), "own_amax_joined", own},  // max(history, amax)
+      {delayed_scales(c.amaxes, top, kHistory, false), "stale_history",
+       "the history never takes a new amax"}};
   for (size_t length : {kHistory - 1, kHistory + 1})
-    readings.push_back({delayed_scales(c.amaxes, top, length),
+    readings.push_back({delayed_scales(c.amaxes, top, length), "wrong_length",
                         fmt::format("the history holds {} amaxes, not {}", length, kHistory)});
   if (c.margin != 0)
-    readings.push_back({delayed_scales(c.amaxes, max, kHistory), "the scale is computed without the margin"});
-  for (const auto& [scales, reading] : readings)
-    if (follows(scales)) return reading;
-  return "";
+    readings.push_back(
+        {delayed_scales(c.amaxes, max, kHistory), "no_margin", "the scale is computed without the margin"});
+  for (const auto& r : readings)
+    if (follows(r.scales)) return {r.name, r.words};
+  return {};
 }
 
-// What quantize() did on one case: empty when it matched the float64 step at every call.
-std::string judge_case(const QuantizeCase& c) {
+// What judge_case found on one case: `why` empty when quantize() matched the float64 step at every call.
+struct CaseVerdict {
+  std::string why;
+  bool unsaturated = false, share_wrong = false;  // at the first call that differs
+  std::string reading;                            // kReadings' name of a delayed case's misreading, or ""
+};
+
+// What quantize() did on one case.
+CaseVerdict judge_case(const QuantizeCase& c) {
   const double max = c.e5m2 ? kE5M2Max : kE4M3Max, top = max / std::exp2(c.margin);
   const double tiny = c.e5m2 ? std::exp2(-16) : std::exp2(-9);  // the smallest subnormal
   const double step = c.e5m2 ? 0.25 : 0.125;                    // one FP8 step, relative (2^-mantissa)
@@ -101,20 +115,21 @@ std::string judge_case(const QuantizeCase& c) {
   std::vector<double> shares;  // what quantize() reported of each call's scaled values beyond max
   s.saturated = &shares;
   std::vector<double> got;  // the learner's inverse scales, as scales
-  std::string first;        // the first call that differs
+  CaseVerdict v;            // v.why: the first call that differs
+  std::string& first = v.why;
   for (size_t k = 0; k < c.amaxes.size(); ++k) {
     const torch::Tensor t = crafted(c.amaxes[k], c.negative);
     std::pair<torch::Tensor, torch::Tensor> out;
     try {
       out = s.quantize(t);
     } catch (const std::exception& e) {
-      return fmt::format("call {}: quantize() threw: {}", k, std::string(e.what()).substr(0, 120));
+      return {fmt::format("call {}: quantize() threw: {}", k, std::string(e.what()).substr(0, 120))};
     }
     const auto& [q, inv] = out;
     if (q.scalar_type() != dtype || !q.sizes().equals(t.sizes()) || inv.numel() != 1)
-      return fmt::format("call {}: returned {} of {} values and an inverse scale of {}, want {} of {} and 1",
-                         k, c10::toString(q.scalar_type()), q.numel(), inv.numel(), c10::toString(dtype),
-                         t.numel());
+      return {fmt::format("call {}: returned {} of {} values and an inverse scale of {}, want {} of {} and 1",
+                          k, c10::toString(q.scalar_type()), q.numel(), inv.numel(), c10::toString(dtype),
+                          t.numel())};
     const double inv_got = inv.item<double>();
     got.push_back(1 / inv_got);
     // The reference: scaled in float64, saturated at +-max, then cast (through fp32, as the learner's is).
@@ -138,14 +153,18 @@ std::string judge_case(const QuantizeCase& c) {
       first = fmt::format("call {}: inverse scale {}, want {}; {} of {} values off", k, lab::sci(inv_got),
                           zero ? "a finite one > 0" : lab::sci(1 / want[k]), wrong, kCraftedSize);
       if (unsaturated > 0) first += fmt::format(", {} beyond max not saturated (inf or NaN)", unsaturated);
+      v.unsaturated = unsaturated > 0;
+      v.share_wrong = !share_ok;
       if (!share_ok)
         first += fmt::format("; {} reported beyond max, want {}", lab::percent(reported, 1),
                              lab::percent(beyond, 1));
     }
   }
-  if (first.empty() || c.mode != Scaling::Delayed) return first;
-  const std::string reading = delayed_reading(c, got, want, top, max);
-  return reading.empty() ? first : first + ": " + reading;
+  if (first.empty() || c.mode != Scaling::Delayed) return v;
+  const auto [name, words] = delayed_reading(c, got, want, top, max);
+  v.reading = name;
+  if (!words.empty()) first += ": " + words;
+  return v;
 }
 
 // Each rule reached on its own: both formats' maxima, a margin, a negative amax, all zeros (current); a
@@ -175,8 +194,15 @@ QuantizeVerdict judge_quantize() {
       {.name = "E4M3 delayed, margin 2, growing", .mode = Scaling::Delayed, .margin = 2, .amaxes = growing},
       {.name = "E5M2 delayed, all zeros", .mode = Scaling::Delayed, .e5m2 = true, .amaxes = {0, 0, 0}}};
   v.cases = std::size(cases);
-  for (const auto& c : cases)
-    if (std::string why = judge_case(c); !why.empty()) v.wrong.emplace_back(c.name, why);
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const CaseVerdict c = judge_case(cases[i]);
+    if (c.why.empty()) continue;
+    v.wrong.emplace_back(cases[i].name, c.why);
+    if (v.first_wrong < 0) v.first_wrong = static_cast<int>(i);
+    v.unsaturated_cases += c.unsaturated;
+    v.share_wrong_cases += c.share_wrong;
+    if (!c.reading.empty()) v.readings.push_back(c.reading);
+  }
   return v;
 }
 

@@ -548,13 +548,17 @@ void report_formats(const Result& m, lab::Report& r) {
 void check_quantize(const Result& m, lab::Report& r) {
   // Catches each rule of quantize() on its own, against the lab's float64 step on crafted tensors (the
   // evidence names the first case and call that differ, and for delayed scaling the misreading of the
-  // history its scales follow): the other format's max (14_e4m3_max_everywhere.cpp), no margin
-  // (14_margin_ignored.cpp, 14_margin_only_current.cpp), t.max() for the amax (14_max_not_abs.cpp), no
-  // floor under an all-zero amax (14_no_zero_guard.cpp), no saturation (14_no_saturation.cpp), a history
-  // never updated, of the wrong length or joined by this call's amax (14_history_*.cpp,
-  // 14_delayed_includes_current.cpp), a delayed history of t.max() (14_delayed_history_signed.cpp, through
-  // delayed scaling's negative amax), and a share clipped counted from the cast's infs, which E4M3 never
-  // makes (14_saturated_share_from_infs.cpp, through E4M3's spike beyond 448).
+  // history its scales follow; the values say the same as numbers): the other format's max, no margin (or
+  // one in current scaling only), t.max() for the amax, no floor under an all-zero amax, no saturation, a
+  // history never updated, of the wrong length or joined by this call's amax, a delayed history of t.max()
+  // (through delayed scaling's negative amax), and a share clipped counted from the cast's infs, which E4M3
+  // never makes (through E4M3's spike beyond 448).
+  nlohmann::json values = {{"first_wrong_case", m.quantize.first_wrong},
+                           {"unsaturated_cases", m.quantize.unsaturated_cases},
+                           {"share_wrong_cases", m.quantize.share_wrong_cases}};
+  for (const auto& reading : judge::kReadings)
+    values["reads_" + reading] = std::find(m.quantize.readings.begin(), m.quantize.readings.end(), reading) !=
+                                 m.quantize.readings.end();
   std::string wrong;
   for (const auto& [name, why] : m.quantize.wrong)
     wrong += fmt::format("{}{} ({})", wrong.empty() ? "" : "; ", name, why);
@@ -566,7 +570,8 @@ void check_quantize(const Result& m, lab::Report& r) {
           m.quantize.wrong.empty()
               ? fmt::format("all {} cases within one FP8 step, inverse scales within {:g}", m.quantize.cases,
                             judge::kScaleTol)
-              : fmt::format("wrong: {} of {} cases: {}", m.quantize.wrong.size(), m.quantize.cases, wrong));
+              : fmt::format("wrong: {} of {} cases: {}", m.quantize.wrong.size(), m.quantize.cases, wrong),
+          values);
 }
 
 void report_checks(const Result& m, lab::Report& r) {
@@ -579,7 +584,7 @@ void report_checks(const Result& m, lab::Report& r) {
   const double cur = m.current.final_loss / m.no_limit, del = m.delayed.final_loss / m.no_limit;
   const double w3 = m.tensors[kW3].lost_loss_scale;
   // Catches a quantize() whose scale does not map the tensor's amax onto the format's max, such as an
-  // inverted scale (amax / max: mutation 14/inverted-scale fails here, and --flip's scale of 1).
+  // inverted scale (amax / max) or --flip's scale of 1.
   // The losses are counted on the FP8 values quantize() returns, against the fp32 tensor: zeros and
   // non-finite values where the tensor had a nonzero value.
   r.check(
@@ -590,7 +595,8 @@ void report_checks(const Result& m, lab::Report& r) {
       fmt::format("worst dL/dy: {} flushed unscaled (need >= {}); per tensor: at most {} of any tensor lost "
                   "(need <= {})",
                   lab::percent(grad_flushed), lab::percent(kMostFlushed, 0), lab::percent(worst_own),
-                  lab::percent(kFewLost, 0)));
+                  lab::percent(kFewLost, 0)),
+      {{"grad_flushed", grad_flushed}, {"worst_lost_per_tensor", worst_own}});
   // The best single scale is searched over 2^-20 .. 2^50 on the step-0 tensors themselves, so this fails
   // when their amaxes fit into one factor's room (a problem whose gradients are not small). W3 under one
   // loss scale is shown, not checked: a loss scale never reaches W3, so W3 then loses exactly what its

@@ -341,7 +341,13 @@ void report_fix_checks(const Result& m, lab::Report& r) {
           m.scores_dtype == "fp32" && m.scores_error <= kScoresTolerance,
           fmt::format(
               "{} scores, max relative error {} (need <= {}); first inf/NaN op of the guarded forward: {}",
-              m.scores_dtype, lab::sci(m.scores_error), lab::sci(kScoresTolerance), op_name(m.guarded_op)));
+              m.scores_dtype, lab::sci(m.scores_error), lab::sci(kScoresTolerance), op_name(m.guarded_op)),
+          {{"scores_fp32", m.scores_dtype == "fp32"},
+           {"scores_fp16", m.scores_dtype == "fp16"},
+           {"scores_bf16", m.scores_dtype == "bf16"},
+           {"scores_error", m.scores_error},
+           // The guarded forward's first inf/NaN came from the scores matmul itself: it ran in 16 bits.
+           {"guarded_scores_overflowed", m.guarded_op && m.guarded_op->op == kScoresOp}});
   // Catches a guard that does not stop the overflow: the weights never move, no loss reduction at all (0).
   // Measured as the share of fp32's loss reduction, not as a ratio of final losses: fp16's rounding of the
   // attention changes which key a few rows attend to, which moves the final loss either way (against fp32:
@@ -377,7 +383,11 @@ void report_fix_checks(const Result& m, lab::Report& r) {
       rest16,
       fmt::format("guarded scores {}; v: {} in the fp16 run, {} in the bf16 run; y: {} in the fp16 run, {} "
                   "in the bf16 run",
-                  m.scores_dtype, m.v_dtype_fp16, m.v_dtype_bf16, m.y_dtype_fp16, m.y_dtype_bf16));
+                  m.scores_dtype, m.v_dtype_fp16, m.v_dtype_bf16, m.y_dtype_fp16, m.y_dtype_bf16),
+      {{"scores_fp32", m.scores_dtype == "fp32"},
+       {"fp16_in_bf16_run", m.v_dtype_bf16 == "fp16" || m.y_dtype_bf16 == "fp16"},
+       {"v_fp32_in_fp16_run", m.v_dtype_fp16 == "fp32"},
+       {"y_fp32_in_fp16_run", m.y_dtype_fp16 == "fp32"}});
 }
 
 void report_checks(const Result& m, lab::Report& r) {

@@ -62,9 +62,20 @@ void Report::chart(Chart chart) {
 }
 
 bool Report::check(std::string key, std::string claim, bool passed, std::string evidence) {
+  return check(std::move(key), std::move(claim), passed, std::move(evidence), nlohmann::json::object());
+}
+
+bool Report::check(std::string key, std::string claim, bool passed, std::string evidence,
+                   nlohmann::json values) {
   if (!key.empty() && find_check(key))
     throw std::invalid_argument("report '" + id_ + "': check '" + key + "' recorded twice");
-  checks_.push_back({std::move(key), std::move(claim), std::move(evidence), passed});
+  if (!values.is_object())
+    throw std::invalid_argument("report '" + id_ + "': check '" + key + "': values must be an object");
+  for (const auto& [name, value] : values.items())
+    if (!value.is_number() && !value.is_boolean())
+      throw std::invalid_argument("report '" + id_ + "': check '" + key + "': value '" + name +
+                                  "' must be a number or a boolean");
+  checks_.push_back({std::move(key), std::move(claim), std::move(evidence), passed, std::move(values)});
   blocks_.push_back(CheckRef{checks_.size() - 1});
   return passed;
 }
@@ -374,8 +385,11 @@ nlohmann::json Report::to_json() const {
     j["charts"].push_back({{"title", c.title}, {"lines", c.lines}, {"data", c.data}});
   j["checks"] = nlohmann::json::array();
   for (const auto& c : checks_)
-    j["checks"].push_back(
-        {{"key", c.key}, {"claim", c.claim}, {"evidence", c.evidence}, {"passed", c.passed}});
+    j["checks"].push_back({{"key", c.key},
+                           {"claim", c.claim},
+                           {"evidence", c.evidence},
+                           {"passed", c.passed},
+                           {"values", c.values}});
   j["notes"] = nlohmann::json::array();
   j["takeaways"] = nlohmann::json::array();
   // The order of everything, so that from_json() renders the report as the lab did.
@@ -440,7 +454,8 @@ Report Report::from_json(const nlohmann::json& j) {
                          c.value("data", nlohmann::json())});
   for (const auto& c : field(j, "checks", T::array))
     r.checks_.push_back({c.value("key", ""), text_of(c, "claim"), text_of(c, "evidence"),
-                         field(c, "passed", T::boolean).get<bool>()});
+                         field(c, "passed", T::boolean).get<bool>(),
+                         c.contains("values") ? field(c, "values", T::object) : nlohmann::json::object()});
   for (const auto& b : field(j, "blocks", T::array)) {
     if (b.contains("section")) {
       r.blocks_.push_back(Heading{text_of(b, "section"), b.value("detail", false)});

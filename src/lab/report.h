@@ -32,6 +32,10 @@ struct Check {
   std::string claim;
   std::string evidence;
   bool passed = false;
+  // The evidence as named numbers and booleans ({"step": 3, "gradients_finite": false}): what tells one
+  // way of failing from another, for machines (exercises.yaml's hints select on them). The evidence text
+  // says the same for people and may be reworded; these names are stable.
+  nlohmann::json values = nlohmann::json::object();
 };
 
 class Table {
@@ -102,6 +106,9 @@ class Report {
   void chart(Chart chart);
   // Records and returns `passed`. `key` is the check's stable key (quiz.yaml and the tests name it).
   bool check(std::string key, std::string claim, bool passed, std::string evidence);
+  // The same with the evidence's named values: an object of numbers and booleans (throws
+  // std::invalid_argument for anything else).
+  bool check(std::string key, std::string claim, bool passed, std::string evidence, nlohmann::json values);
   // A check without a key, for labs not yet given declared check keys.
   bool check(std::string claim, bool passed, std::string evidence);
   const Check* find_check(std::string_view key) const;

@@ -8,11 +8,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace lab {
 
 // Empty when the records agree at every step, else the first step where they do not, in words ("step 3:
 // gradients overflowed, weights moved"); records of unequal length are a mismatch too.
 std::string skip_mismatch(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
                           const std::vector<bool>& moved);
+
+// The same first mismatch as named values, for the check's values: step, gradients_finite (the lab's own
+// backward found no inf/NaN), weights_moved and return_agrees (the step returned true exactly when the
+// weights moved); where the records agree (or differ in length) step is -1 and the others true.
+nlohmann::json skip_mismatch_values(const std::vector<bool>& stepped, const std::vector<bool>& overflowed,
+                                    const std::vector<bool>& moved);
 
 }  // namespace lab

@@ -37,7 +37,15 @@ bool hint_matches(const ExerciseHint& h, const nlohmann::json& report) {
   if (!h.error.empty()) return false;
   for (const auto& c : report["checks"]) {
     if (c.value("key", "") != h.check || c.value("passed", true)) continue;
-    if (!h.evidence.empty() && c.value("evidence", "").find(h.evidence) == std::string::npos) return false;
+    for (const ValueRange& r : h.values) {
+      // A value the check does not report, or not a number or boolean, is in no range.
+      const auto values = c.value("values", nlohmann::json::object());
+      if (!values.is_object() || !values.contains(r.name)) return false;
+      const auto& x = values[r.name];
+      if (!x.is_number() && !x.is_boolean()) return false;
+      const double d = x.is_boolean() ? (x.get<bool>() ? 1.0 : 0.0) : x.get<double>();
+      if (!(d >= r.lo && d <= r.hi)) return false;
+    }
     if (h.observation.empty()) return true;
     const auto& obs = report["observations"];
     if (!obs.is_object() || !obs.contains(h.observation)) return false;
@@ -92,7 +100,7 @@ std::vector<const CheckOutcome*> Verdict::lab_runs_failed() const {
 
 // One mistake named: a mistake often fails several checks (a loss not divided moves every later step
 // too), and a second hint would name a mistake not made. The first hint in the catalog's order keyed on
-// what the report shows (its check's evidence, an observation's range, the lab's error) names it; a hint
+// what the report shows (its check's named values, an observation's range, the lab's error) names it; a hint
 // keyed on its check alone (the catch-all of that check) only when none is.
 std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlohmann::json* report,
                                                 const std::string& error) {
@@ -101,7 +109,7 @@ std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlo
     const bool match =
         report ? hint_matches(h, *report) : !h.error.empty() && error.find(h.error) != std::string::npos;
     if (!match) continue;
-    if (!h.error.empty() || !h.evidence.empty() || !h.observation.empty()) return {&h};
+    if (!h.error.empty() || !h.values.empty() || !h.observation.empty()) return {&h};
     if (!catch_all) catch_all = &h;
   }
   if (catch_all) return {catch_all};

@@ -80,7 +80,7 @@ struct LabReference {
 LabReference lab_reference(const std::string& lab_executable, const std::filesystem::path& cache, bool full);
 
 // The hint of `e` that names the mistake this report shows (or, with `report` null, this error message):
-// the first in the catalog's order keyed on the report's evidence, an observation or the error, else the
+// the first in the catalog's order keyed on a check's named values, an observation or the error, else the
 // first catch-all of a failed check; none when nothing matches. One mistake is named at a time.
 std::vector<const ExerciseHint*> matching_hints(const ExerciseInfo& e, const nlohmann::json* report,
                                                 const std::string& error);

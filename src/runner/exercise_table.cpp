@@ -14,8 +14,8 @@ namespace runner {
 
 const std::vector<std::string> kExercisesKeys = {"exercises", "library_errors"};
 const std::vector<std::string> kExerciseKeys = {"lab", "title", "lab_runs", "hints"};
-const std::vector<std::string> kHintKeys = {"id",    "check", "evidence", "observation", "range",
-                                            "error", "text",  "api",      "code"};
+const std::vector<std::string> kHintKeys = {"id",    "check", "value", "observation", "range",
+                                            "error", "text",  "api",   "code"};
 
 bool ExerciseInfo::judges_learner(const std::string& key) const {
   return std::find(lab_runs.begin(), lab_runs.end(), key) == lab_runs.end();
@@ -50,21 +50,49 @@ void read_range(const YamlFile& v, const YAML::Node& node, const std::string& at
            fmt::format("lo {} is above hi {}", lab::quote(range[0].Scalar()), lab::quote(range[1].Scalar())));
 }
 
+// value: {name, range: [lo, hi]}, or a list of them: the failed check's named values that tell this mistake
+// apart (a boolean as 0 or 1).
+void read_values(const YamlFile& v, const YAML::Node& node, const std::string& at, ExerciseHint& h) {
+  const YAML::Node value = node["value"];
+  const auto read_one = [&](const YAML::Node& item, const std::string& field) {
+    v.mapping(item, {"name", "range"}, field, "a mapping with name and range: [lo, hi]");
+    ValueRange r;
+    r.name = v.text(item, "name", field + ".name");
+    const YAML::Node range = v.required(item, "range", field + ".range");
+    if (!range.IsSequence() || range.size() != 2)
+      v.fail(range.Mark(), field + ".range",
+             std::string("must be [lo, hi], two numbers, got ") + kind_of(range));
+    r.lo = v.number(range[0], field + ".range[0]");
+    r.hi = v.number(range[1], field + ".range[1]");
+    if (r.lo > r.hi)
+      v.fail(
+          range.Mark(), field + ".range",
+          fmt::format("lo {} is above hi {}", lab::quote(range[0].Scalar()), lab::quote(range[1].Scalar())));
+    h.values.push_back(std::move(r));
+  };
+  if (value.IsSequence()) {
+    const YAML::Node items = v.list(value, at + ".value");
+    for (size_t i = 0; i < items.size(); ++i) read_one(items[i], fmt::format("{}.value[{}]", at, i));
+  } else {
+    read_one(value, at + ".value");
+  }
+}
+
 // How the report shows the mistake: the lab's error message (error), or a failed check (check), told
-// apart from other mistakes that fail it by its evidence or an observation's range.
+// apart from other mistakes that fail it by its named values or an observation's range.
 void read_match(const YamlFile& v, const YAML::Node& node, const std::string& at, ExerciseHint& h) {
   if (node["check"] && node["error"]) v.fail(node["error"].Mark(), at, "give check or error, not both");
   if (!node["check"] && !node["error"]) v.fail(node.Mark(), at, "missing check or error (one is required)");
   if (node["error"]) {
     h.error = v.text(node, "error", at + ".error");
-    for (const char* key : {"evidence", "observation", "range"})
+    for (const char* key : {"value", "observation", "range"})
       if (node[key]) v.fail(node[key].Mark(), at + "." + key, "goes with check, not with error");
     return;
   }
   h.check = v.text(node, "check", at + ".check");
-  if (node["evidence"] && (node["observation"] || node["range"]))
-    v.fail(node["evidence"].Mark(), at, "give evidence or observation, not both");
-  if (node["evidence"]) h.evidence = v.text(node, "evidence", at + ".evidence");
+  if (node["value"] && (node["observation"] || node["range"]))
+    v.fail(node["value"].Mark(), at, "give value or observation, not both");
+  if (node["value"]) read_values(v, node, at, h);
   if (node["observation"] || node["range"]) read_range(v, node, at, h);
 }
 

@@ -10,9 +10,16 @@
 
 namespace runner {
 
-// A known mistake, recognised from the lab's report: the check `check` fails, and, where given, its
-// evidence contains `evidence`, the observation `observation` lies in [lo, hi], or (check "") the lab
-// stopped with an error containing `error`.
+// One of a failed check's named values (lab::Check::values) and the range [lo, hi] it must lie in; a
+// boolean counts as 0 (false) or 1 (true).
+struct ValueRange {
+  std::string name;
+  double lo = 0, hi = 0;
+};
+
+// A known mistake, recognised from the lab's report: the check `check` fails, and, where given, its named
+// values lie in `values`' ranges or the observation `observation` in [lo, hi]; or (check "") the lab stopped
+// with an error containing `error`.
 struct ExerciseHint {
   std::string id;  // names the mistake: the tests' wrong solutions say which hint they expect
   std::string check;
@@ -22,7 +29,7 @@ struct ExerciseHint {
   std::string text;
   std::string api;
   std::string code;
-  std::string evidence;
+  std::vector<ValueRange> values;  // all must hold
   std::string observation;
   double lo = 0, hi = 0;
   std::string error;
@@ -52,21 +59,21 @@ const std::string& hint_step(const ExerciseHint& h, int step);
 extern const std::vector<std::string> kExercisesKeys;  // exercises, library_errors
 extern const std::vector<std::string> kExerciseKeys;   // lab, title, lab_runs, hints
 extern const std::vector<std::string>
-    kHintKeys;  // id, check, evidence, observation, range, error, text, api, code
+    kHintKeys;  // id, check, value, observation, range, error, text, api, code
 
 // Loads and validates exercises.yaml, as quiz.yaml is loaded: `exercises`, a non-empty list, each a
 // mapping with `lab` (a lab's id that `labs` knows and says has a starter, at most one exercise each: the
 // exercise's id and stem are the lab's number and folder), `title`, `lab_runs` (optional, a non-empty list of
 // check keys, each once) and `hints` (optional, a non-empty list). A hint has an `id` (unique in its
 // exercise), a `text`, optionally `api` and `code` (the later steps; code only after an api), and either
-// `error` (words of the lab's error message) or `check` (a check's key) with at most one of `evidence` (words
-// of that check's evidence) and `observation` with `range: [lo, hi]` (two numbers, lo <= hi). Which check and
-// observation keys a lab reports only its run says: tests/test_labs.cpp holds every key named here to the
-// lab's real
-// --json. Every error is one DataError line "file:line:column: field: what". `library_errors` (optional, a
-// non-empty list of hints with id, error and text): the errors the amp library and LibTorch raise for a
-// misused call, each with the rule it names; every exercise gets them after its own hints (shared = true), so
-// a mistake the exercise knows better is named by the exercise's hint.
+// `error` (words of the lab's error message) or `check` (a check's key) with at most one of `value` (one
+// mapping {name, range: [lo, hi]}, or a non-empty list of them: that check's named values, all in range) and
+// `observation` with `range: [lo, hi]` (two numbers, lo <= hi); a check's evidence text is never matched.
+// Which check, value and observation keys a lab reports only its run says: tests/test_labs.cpp holds every
+// key named here to the lab's real --json. Every error is one DataError line "file:line:column: field: what".
+// `library_errors` (optional, a non-empty list of hints with id, error and text): the errors the amp library
+// and LibTorch raise for a misused call, each with the rule it names; every exercise gets them after its own
+// hints (shared = true), so a mistake the exercise knows better is named by the exercise's hint.
 std::vector<ExerciseInfo> load_exercises(const std::string& path, const LabLookup& labs);
 // The same for text already in memory; `name` stands for the file in messages.
 std::vector<ExerciseInfo> parse_exercises(std::string text, const std::string& name, const LabLookup& labs);
