@@ -11,7 +11,7 @@
 //   amp::Nvfp4Tensor t = amp::nvfp4_quantize(x, amp::nvfp4_per_tensor_scale(x.abs().amax()));  // two levels
 //   torch::Tensor y = amp::nvfp4_dequantize(t);                                    // fp32, x's shape
 //
-// How a block is quantized, with amax its largest magnitude (fp32 throughout, as torchao):
+// How a block is quantized, with amax its largest magnitude, all in fp32:
 //   block scales only  s = E4M3(clamp(amax / 6, 2^-6, 448)); elements E2M1(clamp(x * (1 / s), -6, 6))
 //   per-tensor scale g s = E4M3(clamp(amax / 6 / g, 2^-6, 448)); elements E2M1(clamp(x * ((1 / g) / s), -6,
 //   6))
