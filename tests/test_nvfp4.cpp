@@ -30,6 +30,10 @@ at::Generator seeded(uint64_t seed) {
   return g;
 }
 
+torch::Tensor bits_of_scales(const amp::Nvfp4Tensor& q) {
+  return q.scales.view(torch::kByte);
+}
+
 // E2M1's non-negative values: the codes 0-7.
 const std::vector<double> kE2m1Grid{0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
 
@@ -134,6 +138,53 @@ TEST_CASE(
   const torch::Tensor v = scaled_f64(x, two).clamp(-6.0, 6.0);
   const torch::Tensor e = scaled_f64(amp::nvfp4_dequantize(two), two);
   CHECK(((e - v).abs() - distance_to_grid(v)).max().item<double>() <= 1e-5);
+}
+
+TEST_CASE("nvfp4_quantize with a rounding generator is unbiased: the mean of 4000 draws is x, in float64") {
+  // Each element lands on one of its two E2M1 neighbours (times the block scale), and their mean over draws
+  // converges on x. Catches rounding up with the wrong probability (1 - p), a draw shared by all elements,
+  // and nearest rounding (biased for x / scale between grid points); the scales stay those of nearest.
+  constexpr int kDraws = 4000;
+  const at::Generator g = seeded(13);
+  torch::Tensor x = torch::randn({4, 32}, g);
+  x[0][0] = 6.0f;  // the block's largest value: its scale maps it to 6, which SR keeps
+  const amp::Nvfp4Tensor nearest = amp::nvfp4_quantize(x);
+  at::Generator rounding = seeded(14);
+  torch::Tensor sum = torch::zeros({4, 32}, torch::kDouble);
+  torch::Tensor sum_sq = torch::zeros({4, 32}, torch::kDouble);
+  for (int i = 0; i < kDraws; ++i) {
+    const amp::Nvfp4Tensor q = amp::nvfp4_quantize(x, {}, rounding);
+    if (i == 0) CHECK(torch::equal(bits_of_scales(q), bits_of_scales(nearest)));
+    const torch::Tensor y = amp::nvfp4_dequantize(q).to(torch::kDouble);
+    // On a neighbour: no grid point lies strictly between y / scale and x / scale.
+    if (i < 20) {
+      const torch::Tensor v = scaled_f64(x, q);
+      const torch::Tensor e = scaled_f64(y.to(torch::kFloat), q);
+      for (const double gp : kE2m1Grid) {
+        const torch::Tensor between = (v.abs() - gp) * (e.abs() - gp);
+        CHECK(between.min().item<double>() >= -1e-9);
+      }
+    }
+    sum += y;
+    sum_sq += y * y;
+  }
+  const torch::Tensor mean = sum / kDraws;
+  const torch::Tensor sd = (sum_sq / kDraws - mean * mean).clamp_min(0).sqrt();
+  // x / scale clamped at 6 (the documented saturation, where the scale rounded down), times the scale.
+  const torch::Tensor scale = nearest.scales.to(torch::kDouble).unsqueeze(-1);
+  const torch::Tensor target =
+      (scaled_f64(x, nearest).clamp(-6.0, 6.0).view({4, 2, 16}) * scale).view({4, 32});
+  // Within 5 standard errors (plus fp32 slop) of it everywhere.
+  const torch::Tensor z = (mean - target).abs() - 5 * sd / std::sqrt(double(kDraws)) - 1e-6;
+  CHECK(z.max().item<double>() <= 0.0);
+  // And nearest rounding is biased there: its error is far from zero on average.
+  const double mean_error = (mean - target).abs().mean().item<double>();
+  const double nearest_error =
+      (amp::nvfp4_dequantize(nearest).to(torch::kDouble) - target).abs().mean().item<double>();
+  MESSAGE("mean |E[SR] - x| (x clamped at 6 x scale) " << mean_error << ", mean |nearest - x| "
+                                                       << nearest_error);
+  CHECK(mean_error < nearest_error / 5);
+  CHECK_THROWS_AS(amp::nvfp4_quantize(x, {}, at::Generator()), amp::Nvfp4Error);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "amp/nvfp4.h"
 
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -67,6 +68,34 @@ torch::Tensor f32_to_e2m1_codes(const torch::Tensor& x) {
   return codes.bitwise_or(sign_code);
 }
 
+// The value of an E2M1 magnitude code 0-7 (int64), in fp32, computed (no table to copy to the device):
+// exponent field 0 is the subnormal 0 or 0.5, otherwise 2^(e - 1) x (1 + m / 2).
+torch::Tensor e2m1_magnitude(const torch::Tensor& code) {
+  const torch::Tensor e = code.bitwise_right_shift(1).to(torch::kFloat);
+  const torch::Tensor m = code.bitwise_and(1).to(torch::kFloat);
+  return torch::where(e.eq(0), m * 0.5, torch::exp2(e - 1) * (m * 0.5 + 1));
+}
+
+// fp32 in [-6, 6] -> E2M1 codes rounded stochastically: |v| between the grid neighbours lo < hi goes up
+// with probability (|v| - lo) / (hi - lo), one uniform draw from `gen` per element. The nearest-even code
+// finds the neighbours: magnitude codes 0-7 are in increasing order of value. NaN keeps its nearest code.
+torch::Tensor e2m1_codes_stochastic(const torch::Tensor& v, const at::Generator& gen) {
+  constexpr int64_t kSignBit = 8, kMaxMagnitudeCode = 7;
+  const torch::Tensor nearest = f32_to_e2m1_codes(v);
+  const torch::Tensor sign = nearest.bitwise_and(kSignBit);
+  const torch::Tensor code = nearest.bitwise_and(kMaxMagnitudeCode).to(torch::kLong);
+  const torch::Tensor mag = v.abs();
+  const torch::Tensor above = e2m1_magnitude(code).gt(mag);  // the nearest value is hi, else lo
+  const torch::Tensor lo_code = torch::where(above, (code - 1).clamp_min(0), code);
+  const torch::Tensor hi_code = torch::where(above, code, (code + 1).clamp_max(kMaxMagnitudeCode));
+  const torch::Tensor lo = e2m1_magnitude(lo_code), hi = e2m1_magnitude(hi_code);
+  const torch::Tensor p = torch::where(hi.gt(lo), (mag - lo) / (hi - lo), torch::zeros_like(mag));
+  const torch::Tensor up = torch::rand(v.sizes(), gen, v.options().dtype(torch::kFloat)).lt(p);
+  const torch::Tensor chosen = torch::where(up, hi_code, lo_code).to(torch::kByte);
+  // A NaN compares false everywhere: it keeps its nearest code.
+  return torch::where(torch::isnan(v), nearest, chosen.bitwise_or(sign));
+}
+
 // Two E2M1 codes a byte, the even-indexed one low (torchao's pack_uint4).
 torch::Tensor pack_nibbles(const torch::Tensor& codes) {
   std::vector<int64_t> shape = codes.sizes().vec();
@@ -95,7 +124,8 @@ torch::Tensor nvfp4_per_tensor_scale(const torch::Tensor& amax) {
   return amax.to(torch::kFloat) / (nvfp4_impl::kE4m3Max * nvfp4_impl::kE2m1Max);
 }
 
-Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale) {
+Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale,
+                           const std::optional<at::Generator>& rounding) {
   if (!x.defined()) throw Nvfp4Error("nvfp4_quantize", "x is undefined");
   if (x.dim() == 0) throw Nvfp4Error("nvfp4_quantize", "x must have at least one dimension");
   if (!nvfp4_impl::is_input_dtype(x.scalar_type()))
@@ -104,6 +134,11 @@ Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tens
   if (x.size(-1) % kNvfp4BlockSize != 0)
     throw Nvfp4Error("nvfp4_quantize", "the last dimension (" + nvfp4_impl::str(x.size(-1)) +
                                            ") must be a multiple of " + nvfp4_impl::str(kNvfp4BlockSize));
+  if (rounding && !rounding->defined())
+    throw Nvfp4Error("nvfp4_quantize", "the rounding generator is undefined");
+  if (rounding && rounding->device() != x.device())
+    throw Nvfp4Error("nvfp4_quantize", "the rounding generator is on " + nvfp4_impl::str(rounding->device()) +
+                                           ", x on " + nvfp4_impl::str(x.device()));
   if (per_tensor_scale.defined()) {
     nvfp4_impl::check_per_tensor_scale("nvfp4_quantize", per_tensor_scale);
     if (per_tensor_scale.device() != x.device())
@@ -131,7 +166,9 @@ Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tens
   }
   const torch::Tensor scaled =
       (blocks * reciprocal.unsqueeze(-1)).clamp(-nvfp4_impl::kE2m1Max, nvfp4_impl::kE2m1Max).view(x.sizes());
-  q.elements = nvfp4_impl::pack_nibbles(nvfp4_impl::f32_to_e2m1_codes(scaled));
+  const torch::Tensor codes =
+      rounding ? nvfp4_impl::e2m1_codes_stochastic(scaled, *rounding) : nvfp4_impl::f32_to_e2m1_codes(scaled);
+  q.elements = nvfp4_impl::pack_nibbles(codes);
   return q;
 }
 

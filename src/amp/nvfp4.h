@@ -27,11 +27,13 @@
 //     arithmetic (no check, which would need a host sync).
 // Syncs: none. Only torch ops (amax, bit views, shifts, where, casts), so the same code runs on the CPU and
 // on CUDA; no value is read back to the host. Misuse throws Nvfp4Error before anything is computed.
-// Not here: 16x16 2D blocks and stochastic rounding.
+// Not here: 16x16 2D blocks.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include <ATen/core/Generator.h>
 #include <torch/types.h>
 
 #include "amp/error.h"
@@ -69,8 +71,13 @@ torch::Tensor nvfp4_per_tensor_scale(const torch::Tensor& amax);
 // per_tensor_scale: undefined (block scales only), or a one-element fp32 tensor on x's device (as from
 // nvfp4_per_tensor_scale). Syncs: none. Throws Nvfp4Error when x is undefined, 0-dimensional, not
 // fp32/bf16/fp16 or its last dimension is not a multiple of 16, or when per_tensor_scale is defined but not
-// a one-element fp32 tensor on x's device.
-Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale = {});
+// a one-element fp32 tensor on x's device, or when the generator is undefined or on another device than x.
+// rounding: std::nullopt rounds the elements to nearest even (torchao's nvfp4_quantize, bit for bit); a
+// generator (on x's device) rounds them stochastically instead: x / scale between two E2M1 neighbours lo < hi
+// becomes hi with probability (x / scale - lo) / (hi - lo), one torch::rand draw per element, so that the
+// dequantized value is x in expectation (up to the clamp at 6; the scales stay round-to-nearest).
+Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale = {},
+                           const std::optional<at::Generator>& rounding = std::nullopt);
 
 // The values q holds, in `out` (kFloat, kBFloat16 or kHalf), in the shape q was quantized from: each element
 // times its block's scale (times the per-tensor scale: per-tensor x block scale first, as torchao's
