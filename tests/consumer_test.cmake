@@ -75,7 +75,7 @@ if(STEP STREQUAL "install")
   file(REMOVE_RECURSE ${prefix})
   run("cmake --install" COMMAND ${CMAKE_COMMAND} --install ${BINARY_DIR} --prefix ${prefix})
   foreach(f include/amp/autocast.h include/amp/grad_scaler.h include/amp/checkpoint.h include/amp/device_caps.h
-            include/amp/nonfinite.h include/amp/bf16_update.h include/amp/bf16_step.h include/amp/clip.h include/amp/mx.h
+            include/amp/nonfinite.h include/amp/bf16_update.h include/amp/bf16_step.h include/amp/clip.h include/amp/mx.h include/amp/nvfp4.h
             include/amp/custom_function.h include/amp/distributed.h include/amp/error.h
             lib/libamp_lab.a lib/cmake/amp_lab/amp_labConfig.cmake lib/cmake/amp_lab/amp_labConfigVersion.cmake
             lib/cmake/amp_lab/amp_labTargets.cmake lib/cmake/amp_lab/AmpLabTorch.cmake bin/amp-lab bin/lab01_master_weights bin/lab08_autocast_policy

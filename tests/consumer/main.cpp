@@ -28,6 +28,7 @@
 #include "amp/grad_scaler.h"
 #include "amp/mx.h"
 #include "amp/nonfinite.h"
+#include "amp/nvfp4.h"
 
 constexpr int kSteps = 40;  // enough for the loss to fall well below its start
 constexpr int64_t kBatch = 64;
@@ -108,6 +109,8 @@ int main() {
   count(refused("distributed", [] { amp::found_inf_all_reduce(/*group=*/{}); }));
   // 40 values do not split into MX blocks of 32.
   count(refused("mx_quantize", [] { amp::mx_quantize(torch::ones({40}), torch::kFloat8_e4m3fn); }));
+  // 40 values do not split into NVFP4 blocks of 16.
+  count(refused("nvfp4_quantize", [] { amp::nvfp4_quantize(torch::ones({40})); }));
 
   // Targets from a fixed random linear map, so the model can fit them.
   const torch::Tensor x = torch::randn({kBatch, kFeatures}, device);
