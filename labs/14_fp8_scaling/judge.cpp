@@ -100,20 +100,31 @@ struct CaseVerdict {
   std::string reading;                            // kReadings' name of a delayed case's misreading, or ""
 };
 
+// The float64 reference's scale at each call of case `c`: `top` over the amax seen (delayed: the history's).
+std::vector<double> reference_scales(const QuantizeCase& c, double top) {
+  if (c.mode == Scaling::Delayed) return delayed_scales(c.amaxes, top, kHistory);
+  std::vector<double> want;
+  for (double a : c.amaxes) want.push_back(top / std::max(a, 1e-30));
+  return want;
+}
+
+// amp.cpp's scale for case `c`, reporting each call's share beyond max into `shares`.
+Fp8Scale judged_scale(const QuantizeCase& c, std::vector<double>* shares) {
+  Fp8Scale s = scale_for(c.e5m2, c.mode);
+  s.margin = c.margin;
+  s.saturated = shares;
+  return s;
+}
+
 // What quantize() did on one case.
 CaseVerdict judge_case(const QuantizeCase& c) {
   const double max = c.e5m2 ? kE5M2Max : kE4M3Max, top = max / std::exp2(c.margin);
   const double tiny = c.e5m2 ? std::exp2(-16) : std::exp2(-9);  // the smallest subnormal
   const double step = c.e5m2 ? 0.25 : 0.125;                    // one FP8 step, relative (2^-mantissa)
   const auto dtype = c.e5m2 ? torch::kFloat8_e5m2 : torch::kFloat8_e4m3fn;
-  std::vector<double> want;  // the reference's scales
-  if (c.mode == Scaling::Delayed) want = delayed_scales(c.amaxes, top, kHistory);
-  for (double a : c.amaxes)
-    if (c.mode == Scaling::Current) want.push_back(top / std::max(a, 1e-30));
-  Fp8Scale s = scale_for(c.e5m2, c.mode);
-  s.margin = c.margin;
+  const std::vector<double> want = reference_scales(c, top);
   std::vector<double> shares;  // what quantize() reported of each call's scaled values beyond max
-  s.saturated = &shares;
+  Fp8Scale s = judged_scale(c, &shares);
   std::vector<double> got;  // the learner's inverse scales, as scales
   CaseVerdict v;            // v.why: the first call that differs
   std::string& first = v.why;

@@ -413,7 +413,8 @@ void report_training(const Result& m, lab::Report& r) {
   ratio("loss_ratio_mx_up", "MXFP8 fake-quantized, scale up (RCEIL)", t.mx_up);
 }
 
-void report_checks(const Result& m, lab::Report& r) {
+// The checks on the activations: the library's quantizer, and where blocks help.
+void report_scheme_checks(const Result& m, lab::Report& r) {
   const Scheme &t8 = scheme(m, "fp8_tensor"), &w8 = scheme(m, "fp8_row"), &b8 = scheme(m, "fp8_mx");
   const Scheme &t4 = scheme(m, "fp4_tensor"), &w4 = scheme(m, "fp4_row"), &b4 = scheme(m, "fp4_mx");
   // Catches a library MX quantizer that differs from the spec (scale rule, element rounding, block axis).
@@ -443,6 +444,11 @@ void report_checks(const Result& m, lab::Report& r) {
                       100 * kRowFlushed, kRowGainDb),
           w4.flushed >= kRowFlushed && row_gain < kRowGainDb,
           fmt::format("FP4 per row: {} flushed; largest gain {:.2f} dB", lab::percent(w4.flushed), row_gain));
+}
+
+// The checks on the scale's rounding (amp.cpp's scale among them) and on training.
+void report_checks(const Result& m, lab::Report& r) {
+  report_scheme_checks(m, r);
   const Roundings& q = m.round;
   // The spec's rule, in float64: amax / scale reaches past the element's maximum in some blocks.
   r.check("floor-saturates", "the spec's scale (floor) saturates values in Gaussian blocks, MXFP8 and MXFP4",

@@ -363,35 +363,19 @@ LabReference lab_reference(const std::string& lab_executable, const fs::path& ca
   return ref;
 }
 
-Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& learner_path,
-                       bool full, std::ostream& progress) {
-  const auto unit = build.units.find(e.id);
-  if (unit == build.units.end() || unit->second.lab_executable.empty())
-    throw ExerciseError(fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
-  const fs::path work = unit->second.work;
-  check_deadline_override();  // a bad value is said before the build, not after it
-  // A work folder the learner's code removed is made again: it holds only what the build and the judge put.
-  std::error_code made;
-  fs::create_directories(work, made);
-  // One check of this exercise at a time: two would write the same learner.cpp and relink the executable
-  // the other runs.
-  const FileLock one_check(work / ".check.lock", progress,
-                           fmt::format("another check of exercise {} is running: waiting for it", e.id));
-  const std::string text = read_text_file(learner_path);
-  write_if_changed((work / "learner.cpp").string(), learner_unit(fs::absolute(learner_path).string(), text));
-  std::error_code ec;
-  for (const char* log : {"compile.log", "link.log"})
-    fs::remove(work / log, ec);  // only this build's messages
+namespace {
 
-  Verdict v;
-  const auto t0 = std::chrono::steady_clock::now();
+// Builds the learner's unit and executable; the build's exit code (0: built), its output in work/build.out
+// and work/build.err.
+int build_learner(const ExerciseBuild& build, const ExerciseBuild::Unit& u, const fs::path& work,
+                  std::ostream& progress) {
   int built = 0;
+  std::error_code made;
   const std::string out = (work / "build.out").string(), err = (work / "build.err").string();
   // With Ninja, the build folder's lock is held only while what the learner's unit builds on is brought up
   // to date (nothing to do, as a rule: 0.1 s); the unit's own compile and link, Ninja's two commands for
   // them run as Ninja would run them, come after, so that checks of other exercises build meanwhile. This
   // exercise's lock, held throughout, keeps its object and executable to this check.
-  const ExerciseBuild::Unit& u = unit->second;
   const bool ninja = build.generator == "Ninja" && !u.inputs_target.empty() && !u.object.empty();
   std::string compile, link;
   bool direct = false;  // the learner's unit compiled and linked by Ninja's commands, out of the lock
@@ -414,6 +398,34 @@ Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const 
     built = run_build_command(build, compile, out, err);
     if (built == 0) built = run_build_command(build, link, out, err);
   }
+  return built;
+}
+
+}  // namespace
+
+Verdict check_exercise(const ExerciseBuild& build, const ExerciseInfo& e, const std::string& learner_path,
+                       bool full, std::ostream& progress) {
+  const auto unit = build.units.find(e.id);
+  if (unit == build.units.end() || unit->second.lab_executable.empty())
+    throw ExerciseError(fmt::format("this build has no exercise {}: reconfigure it (scripts/setup)", e.id));
+  const fs::path work = unit->second.work;
+  check_deadline_override();  // a bad value is said before the build, not after it
+  // A work folder the learner's code removed is made again: it holds only what the build and the judge put.
+  std::error_code made;
+  fs::create_directories(work, made);
+  // One check of this exercise at a time: two would write the same learner.cpp and relink the executable
+  // the other runs.
+  const FileLock one_check(work / ".check.lock", progress,
+                           fmt::format("another check of exercise {} is running: waiting for it", e.id));
+  const std::string text = read_text_file(learner_path);
+  write_if_changed((work / "learner.cpp").string(), learner_unit(fs::absolute(learner_path).string(), text));
+  std::error_code ec;
+  for (const char* log : {"compile.log", "link.log"})
+    fs::remove(work / log, ec);  // only this build's messages
+
+  Verdict v;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int built = build_learner(build, unit->second, work, progress);
   v.build_s = seconds_since(t0);
   if (built != 0) {
     v.kind = Verdict::CompileError;
