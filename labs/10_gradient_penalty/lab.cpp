@@ -4,8 +4,8 @@
 // The penalty is the L2 norm of the loss's gradients with respect to the weights, added to the loss.
 // torch::autograd::grad of the *scaled* loss returns scaled gradients, so the recipe multiplies them by
 // 1/scale, computes the penalty with autocast on, then scales loss + penalty for backward. The lab computes
-// the penalty at step 0 from the same weights and batch with its own plain step (reference_step, below) in
-// float64 and fp32, and with penalty_step (amp.cpp) under fp16 autocast and in fp32, compares the update
+// the penalty at step 0 from the same weights and batch with its own plain step (reference_step, judge.cpp)
+// in float64 and fp32, and with penalty_step (amp.cpp) under fp16 autocast and in fp32, compares the update
 // each step makes (the gradients the optimizer received) with the lab's float64 one, tries the question's
 // other answers (update() before the penalty, a cast to fp16), runs one step at a scale that overflows fp16
 // (it must be skipped), one step on a batch whose gradients fp16 loses without a scale (output layer and
@@ -27,6 +27,7 @@
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
@@ -52,30 +53,12 @@ constexpr double kTinyLostMin = 0.50;   // unscaled, the lab's own fp16 penalty 
 
 using namespace lab10;
 
-// ---- The reference: the lab's own step ---------------------------------------------------------------
-
-// One plain SGD step on loss + penalty, no autocast, no scaler: written here, not taken from amp.cpp, so that
-// a mistake penalty_step makes in every precision (create_graph left out, the norm squared) still shows.
-// Every comparison is against this step in float64 (fp32 for training). `with_penalty` false: the loss
-// alone, for the update a penalty that never reaches .grad leaves.
-Step reference_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, bool with_penalty,
-                    const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  const torch::Tensor loss = torch::mse_loss(model->forward(x), y);
-  const auto grads = torch::autograd::grad({loss}, model->parameters(), /*grad_outputs=*/{},
-                                           /*retain_graph=*/true, /*create_graph=*/true);
-  torch::Tensor sum_sq = torch::zeros({}, loss.options());
-  for (const auto& g : grads) sum_sq = sum_sq + g.pow(2).sum();
-  const torch::Tensor penalty = sum_sq.sqrt();
-  (with_penalty ? loss + penalty : loss).backward();
-  opt.step();
-  return {loss.item<double>(), penalty.item<double>(), true};
-}
+// ---- The reference: the lab's own step (judge.cpp) -----------------------------------------------------
 
 // reference_step as a Run's step (the scaler, disabled, and autocast, off, are not used).
 Step lab_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler&, bool,
               const torch::Tensor& x, const torch::Tensor& y) {
-  return reference_step(model, opt, /*with_penalty=*/true, x, y);
+  return judge::reference_step(model, opt, /*with_penalty=*/true, x, y);
 }
 
 // ---- --flip ----------------------------------------------------------------------------------------------
@@ -196,7 +179,7 @@ torch::Tensor loss_only_update(const Setup& s) {
   torch::nn::Sequential m = copy_of(s.start, torch::kDouble);
   torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
   const torch::Tensor before = flat(m);
-  reference_step(m, opt, /*with_penalty=*/false, s.x.to(torch::kDouble), s.y.to(torch::kDouble));
+  judge::reference_step(m, opt, /*with_penalty=*/false, s.x.to(torch::kDouble), s.y.to(torch::kDouble));
   return flat(m) - before;
 }
 
@@ -252,8 +235,8 @@ void tiny_step(const Setup& s, const Run& fp16, Result& r) {
   torch::nn::Sequential ref = copy_of(t.start, torch::kDouble);
   torch::optim::SGD ref_opt(ref->parameters(), torch::optim::SGDOptions(kLr));
   const torch::Tensor start = flat(ref);
-  const Step want =
-      reference_step(ref, ref_opt, /*with_penalty=*/true, t.x.to(torch::kDouble), t.y.to(torch::kDouble));
+  const Step want = judge::reference_step(ref, ref_opt, /*with_penalty=*/true, t.x.to(torch::kDouble),
+                                          t.y.to(torch::kDouble));
   const torch::Tensor want_update = flat(ref) - start;
 
   torch::nn::Sequential m = copy_of(t.start);
