@@ -1,5 +1,5 @@
-// Lab 02's judge: the overflow verdict and the fp32 step the checks hold the learner's train_step to,
-// written here so that nothing in the learner's amp.cpp can move them. lab.cpp runs them beside train_step.
+// Lab 02's judge: the lab's fp32 step and its overflow verdict, which the checks hold train_step to.
+// Written here so that nothing in the learner's amp.cpp can move them; lab.cpp runs them beside train_step.
 #include "judge.h"
 
 #include "amp/autocast.h"

@@ -1,5 +1,5 @@
-// Lab 06's judge: the step every check compares train_step with, and the verdict on which fp16 steps
-// overflowed, written here so that nothing in the learner's amp.cpp can move them.
+// Lab 06's judge: the lab's own step and its verdict on which fp16 steps overflowed.
+// Every check compares train_step with them; written here so that the learner's amp.cpp cannot move them.
 #include "judge.h"
 
 #include <cmath>

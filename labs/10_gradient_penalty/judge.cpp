@@ -1,6 +1,7 @@
-// Lab 10's judge: the plain step penalty_step is held to, written here, not taken from amp.cpp, so that a
-// mistake penalty_step makes in every precision (create_graph left out, the norm squared) still shows; and
-// the crafted steps that reach each rule on its own (a scale that overflows, gradients fp16 loses unscaled).
+// Lab 10's judge: the lab's plain step, and the crafted steps penalty_step is held to.
+// The plain step is written here, not taken from amp.cpp, so that a mistake penalty_step makes in every
+// precision (create_graph left out, the norm squared) still shows; the crafted steps reach each rule on its
+// own (a scale that overflows, gradients fp16 loses unscaled).
 #include "judge.h"
 
 #include <cstdint>

@@ -1,5 +1,6 @@
-// Lab 11's judge: the fp32 gradients of each loss, computed here without autocast or a scaler so that
-// nothing in the learner's amp.cpp can move them, and the measures that name what backward() got wrong.
+// Lab 11's judge: the fp32 gradients of each loss, and the measures that name what backward() got wrong.
+// The gradients are computed here without autocast or a scaler, so that nothing in the learner's amp.cpp can
+// move them.
 #include "judge.h"
 
 #include <algorithm>

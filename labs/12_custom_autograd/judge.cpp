@@ -1,6 +1,6 @@
-// Lab 12's judge: RowNormFp32 and MatMulAutocast run where a missing guard shows, each against float64 in
-// closed form from the very inputs it got, computed here so that nothing in the learner's amp.cpp can move
-// them. lab.cpp runs them and reports what they found as its checks.
+// Lab 12's judge: the checks' runs of RowNormFp32 and MatMulAutocast, and their float64 references.
+// Each runs where a missing guard shows, against float64 in closed form from the very inputs it got, computed
+// here so that nothing in the learner's amp.cpp can move them; lab.cpp reports what they found as its checks.
 #include "judge.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
-// Lab 13's judge: the DDP step of the lab's own ddp run, written here, not taken from amp.cpp, so that a
-// mistake made in every run (gradients not averaged, a loss not scaled) cannot hide by matching itself when
-// the sharded runs, amp.cpp's code, are checked against ddp's.
+// Lab 13's judge: the DDP step of the lab's own ddp run, which the sharded runs are checked against.
+// Written here, not taken from amp.cpp, so that a mistake made in every run (gradients not averaged, a loss
+// not scaled) cannot hide by matching itself.
 #include "judge.h"
 
 #include <vector>

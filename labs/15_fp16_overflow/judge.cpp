@@ -1,6 +1,6 @@
-// Lab 15's judge of the guard: the scores the learner's guarded forward returns against the same q and k
-// multiplied here in float64, and the dtypes of v and y in the fp16 and bf16 runs, which tell a guard that
-// moves the scores alone to fp32 from one that leaves them in 16 bits or moves too much.
+// Lab 15's judge: the guarded forward's scores against float64, and the dtypes of what it returns.
+// The same q and k are multiplied here in float64; the dtypes of v and y in the fp16 and bf16 runs tell a
+// guard that moves the scores alone to fp32 from one that leaves them in 16 bits or moves too much.
 #include "judge.h"
 
 #include <limits>

@@ -1,6 +1,6 @@
-// Lab 17's judge of stochastic rounding: the learner's stochastic_update drawn kDraws times on crafted
-// weights, its mean and spread against the binomial statistics an unbiased, independent rounding follows,
-// computed here, and whether it drew from the generator the lab handed in.
+// Lab 17's judge: stochastic_update drawn many times, against the statistics it must follow.
+// Its mean and spread over kDraws copies against the binomial statistics an unbiased, independent rounding
+// follows, computed here, and whether it drew from the generator the lab handed in.
 #include "judge.h"
 
 #include <algorithm>
