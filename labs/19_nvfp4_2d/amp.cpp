@@ -13,10 +13,9 @@ Nvfp4Scales nvfp4_scales(const torch::Tensor& x) {
   constexpr double kE2m1Max = 6;               // FP4 E2M1's largest value
   constexpr double kE4m3Max = 448;             // FP8 E4M3's largest value
   constexpr double kE4m3MinNormal = 1.0 / 64;  // 2^-6, E4M3's smallest normal
-  constexpr int64_t kBlock = 16;
+  constexpr int64_t kBlock = 16;               // NVFP4's block
   const torch::Tensor amax = x.abs().amax();
-  // A tensor of zeros has amax 0: any positive per-tensor scale will do (its blocks are zeros whatever it
-  // is).
+  // A tensor of zeros has amax 0: any positive per-tensor scale will do, as its blocks are zeros.
   const torch::Tensor per_tensor =
       torch::where(amax > 0, amax / (kE4m3Max * kE2m1Max), torch::ones_like(amax));
   const torch::Tensor block_amax = x.unflatten(/*dim=*/-1, {-1, kBlock}).abs().amax(/*dim=*/-1);

@@ -574,6 +574,11 @@ void report_library_checks(const Result& m, lab::Report& r) {
                       h.gauss_after));
 }
 
+// A named value for the report: a NaN (from a NaN scale) becomes `fallback`, outside every hint's range.
+double finite_or(double v, double fallback) {
+  return std::isnan(v) ? fallback : v;
+}
+
 // The checks on amp.cpp's two-level scale.
 void report_scale_checks(const Result& m, lab::Report& r) {
   const Formats& f = m.formats;
@@ -584,7 +589,9 @@ void report_scale_checks(const Result& m, lab::Report& r) {
           c.worst_ratio_error <= kScaleTolerance,
           fmt::format("Gaussian: {} x amax / 2688; worst relative error {}", lab::num(c.ratio),
                       lab::sci(c.worst_ratio_error)),
-          {{"ratio", c.ratio}, {"times_reference", c.times_want}, {"is_one", c.is_one}});
+          {{"ratio", finite_or(c.ratio, -1)},
+           {"times_reference", finite_or(c.times_want, -1)},
+           {"is_one", c.is_one}});
   // Catches block scales kept in fp32 (or NaN, inf, 0): no E4M3 byte holds them.
   r.check("block-scales-e4m3", "every block scale amp.cpp gives is a positive value E4M3 holds",
           c.not_e4m3 == 0, fmt::format("{} are not", lab::percent(c.not_e4m3)), {{"not_e4m3", c.not_e4m3}});
@@ -595,7 +602,7 @@ void report_scale_checks(const Result& m, lab::Report& r) {
           c.blocks_off == 0,
           fmt::format("{} of the blocks are off; median scale x per-tensor / (amax / 6) {}",
                       lab::percent(c.blocks_off), lab::num(c.median_ratio)),
-          {{"blocks_off", c.blocks_off}, {"median_ratio", c.median_ratio}});
+          {{"blocks_off", c.blocks_off}, {"median_ratio", finite_or(c.median_ratio, -1)}});
   // Catches 0 / 0: a per-tensor scale of 0 for a tensor of zeros, a block scale of 0 for a block of zeros.
   r.check("zeros-stay-zero",
           "a tensor of zeros and a block of zeros get finite positive scales and dequantize to zeros",
@@ -610,7 +617,7 @@ void report_scale_checks(const Result& m, lab::Report& r) {
       fmt::format("on blocks of magnitudes 2^{} .. 2^{}, every block's rms error stays below {:g} of its rms",
                   kWideLow, kWideHigh, kBlockErrorMax),
       c.worst_block_error <= kBlockErrorMax, fmt::format("largest {}", lab::num(c.worst_block_error, 3)),
-      {{"worst_block_error", std::isnan(c.worst_block_error) ? 1e300 : c.worst_block_error}});
+      {{"worst_block_error", finite_or(c.worst_block_error, 1e300)}});
   const double gain_gauss = f.nv_gauss - f.mx_gauss, gain_heavy = f.nv_heavy - f.mx_heavy;
   // The format's point, with amp.cpp's scale: E4M3 scales per 16 fit a block closer than E8M0 per 32.
   r.check("nvfp4-beats-mxfp4",
@@ -619,8 +626,7 @@ void report_scale_checks(const Result& m, lab::Report& r) {
           gain_gauss >= kNvfp4GainDb && gain_heavy >= kNvfp4GainDb,
           fmt::format("Gaussian {:.2f} against {:.2f} dB, Student-t {:.2f} against {:.2f} dB", f.nv_gauss,
                       f.mx_gauss, f.nv_heavy, f.mx_heavy),
-          {{"gain_gauss", std::isnan(gain_gauss) ? -1e300 : gain_gauss},
-           {"gain_heavy", std::isnan(gain_heavy) ? -1e300 : gain_heavy}});
+          {{"gain_gauss", finite_or(gain_gauss, -1e300)}, {"gain_heavy", finite_or(gain_heavy, -1e300)}});
   r.takeaway(
       "NVFP4 scales every 16 values by an E4M3 scale under an FP32 one per tensor; quantize weights in 16x16 "
       "tiles so that W and W^T are the same numbers, and round gradients stochastically");
