@@ -14,7 +14,7 @@
 //     scales, so that they dequantize to zeros and not to 0 / 0.
 //
 // What the lab (labs/19_nvfp4_2d/lab.cpp) measures on your scales: the per-tensor scale against its float64
-// value on three tensors (Gaussian, Student-t, blocks over 14 binades), whether every block scale is an
+// value on three tensors (Gaussian, Student-t, blocks over 13 binades), whether every block scale is an
 // E4M3 value and how far it is from its block's float64 amax / 6 in units of the per-tensor scale, each
 // block's error on the 14-binade tensor, zeros, and NVFP4's SQNR with your scales against MXFP4's. Its
 // weight, gradient and Hadamard runs use the library (amp::nvfp4_quantize) and are context.
