@@ -153,6 +153,15 @@ const std::vector<LabDecl>& catalog() {
        .heading = "Activations with outlier channels in E4M3 and E2M1, scaled three ways",
        .flip_fails = {"blocks-beat-per-tensor", "per-row-no-help"},
        .types = "E4M3 and E2M1"},
+      {.number = 19,
+       .id = "nvfp4-2d",
+       .track = "frontier",
+       .title =
+           "NVFP4: an E4M3 scale per 16 under an FP32 one per tensor; 16x16 tiles make W and W^T the same "
+           "numbers",
+       .heading = "A weight, small gradients and outlier blocks in NVFP4 (E4M3 scales per 16)",
+       .flip_fails = {"2d-transpose-identical", "sr-unbiased"},
+       .types = "E2M1 and E4M3"},
   };
   return labs;
 }

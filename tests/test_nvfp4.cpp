@@ -188,12 +188,75 @@ TEST_CASE("nvfp4_quantize with a rounding generator is unbiased: the mean of 400
   CHECK_THROWS_AS(amp::nvfp4_quantize(x, {}, at::Generator()), amp::Nvfp4Error);
 }
 
-TEST_CASE("nvfp4_quantize and nvfp4_dequantize read nothing back to the host") {
+TEST_CASE(
+    "nvfp4_quantize_2d gives each 16x16 tile one E4M3 scale of its amax / 6 / g and the nearest E2M1 "
+    "values") {
+  // Tiles of magnitudes 2^-4 .. 2^6, a batch of two 48x64 matrices. The reference, in float64: each tile's
+  // amax, its scale amax / 6 / g (g the per-tensor scale), then each element the nearest E2M1 value of
+  // x / (g x s). Catches a scale taken from the row block's amax (1x16), from a tile cut along the wrong
+  // dimensions, or not repeated over the tile's 16 rows.
+  const at::Generator gen = seeded(11);
+  const torch::Tensor mags = torch::exp2(torch::randint(-4, 7, {2, 3, 1, 4, 1}, gen).to(torch::kFloat));
+  const torch::Tensor x = (torch::randn({2, 3, 16, 4, 16}, gen) * mags).view({2, 48, 64});
+  const torch::Tensor g = amp::nvfp4_per_tensor_scale(x.abs().amax());
+  const amp::Nvfp4Tensor q = amp::nvfp4_quantize_2d(x, g);
+  CHECK(q.scales.sizes() == torch::IntArrayRef({2, 48, 4}));
+  CHECK(q.elements.sizes() == torch::IntArrayRef({2, 48, 32}));
+  const torch::Tensor tile_amax =
+      x.to(torch::kDouble).view({2, 3, 16, 4, 16}).abs().amax(/*dim=*/{2, 4});  // [2, 3, 4]
+  const torch::Tensor want = tile_amax / 6.0 / g.to(torch::kDouble);
+  const torch::Tensor s = q.scales.to(torch::kDouble).view({2, 3, 16, 4});
+  // One scale per tile: the same over its 16 rows, within E4M3's rounding (half spacing 2^-4) of the tile's.
+  CHECK(torch::equal(s, s.narrow(/*dim=*/2, 0, 1).expand_as(s)));
+  CHECK((s.select(2, 0) / want - 1.0).abs().max().item<double>() <= 1.0 / 16);
+  // Each element is the nearest grid point to x / (g x s), up to fp32's rounding of x * (1 / (g s)).
+  const torch::Tensor x2 = x.view({96, 64});
+  const amp::Nvfp4Tensor flat{q.scales.view({96, 4}), q.elements.view({96, 32}), q.per_tensor_scale};
+  const torch::Tensor v = scaled_f64(x2, flat).clamp(-6.0, 6.0);
+  const torch::Tensor e = scaled_f64(amp::nvfp4_dequantize(flat), flat);
+  CHECK(((e - v).abs() - distance_to_grid(v)).max().item<double>() <= 1e-5);
+  // Without a per-tensor scale, the tile's amax / 6 alone (clamped to E4M3's range as nvfp4_quantize's).
+  const torch::Tensor s1 = amp::nvfp4_quantize_2d(x).scales.to(torch::kDouble).view({2, 3, 16, 4});
+  const torch::Tensor want1 = (tile_amax / 6.0).clamp(0.015625, 448.0);
+  CHECK((s1.select(2, 0) / want1 - 1.0).abs().max().item<double>() <= 1.0 / 16);
+}
+
+TEST_CASE("nvfp4_quantize_2d of a transpose is the transpose bit for bit, where 1x16 blocks disagree") {
+  // The backward pass needs W^T: quantized in 1x16 blocks along W's rows and again along its columns, the
+  // two round many values differently; in 16x16 tiles the two are the same numbers. Catches 2D scales that
+  // depend on the direction of the cut.
+  const torch::Tensor w = torch::randn({64, 96}, seeded(12));
+  const torch::Tensor g = amp::nvfp4_per_tensor_scale(w.abs().amax());
+  const torch::Tensor rows = amp::nvfp4_dequantize(amp::nvfp4_quantize_2d(w, g));
+  const torch::Tensor cols = amp::nvfp4_dequantize(amp::nvfp4_quantize_2d(w.t(), g)).t();
+  CHECK(torch::equal(rows, cols));
+  const torch::Tensor rows1 = amp::nvfp4_dequantize(amp::nvfp4_quantize(w, g));
+  const torch::Tensor cols1 = amp::nvfp4_dequantize(amp::nvfp4_quantize(w.t(), g)).t();
+  const double differ = rows1.ne(cols1).to(torch::kDouble).mean().item<double>();
+  MESSAGE("1x16 blocks along rows and along columns: " << differ << " of the values differ; 16x16 tiles: 0");
+  CHECK(differ > 0.1);
+}
+
+TEST_CASE("nvfp4_quantize_2d refuses a 1-D tensor and rows that are not a multiple of 16") {
+  CHECK_THROWS_WITH_AS(amp::nvfp4_quantize_2d(torch::ones({32})), doctest::Contains("at least 2-D"),
+                       amp::Nvfp4Error);
+  CHECK_THROWS_WITH_AS(
+      amp::nvfp4_quantize_2d(torch::ones({24, 32})),
+      "amp::nvfp4_quantize_2d: x must be at least 2-D with its last two dimensions multiples of "
+      "16, not [24, 32]",
+      amp::Nvfp4Error);
+  CHECK_THROWS_AS(amp::nvfp4_quantize_2d(torch::ones({16, 40})), amp::Nvfp4Error);
+  CHECK_THROWS_AS(amp::nvfp4_quantize_2d(torch::ones({16, 32}), {}, at::Generator()), amp::Nvfp4Error);
+}
+
+TEST_CASE("nvfp4_quantize, nvfp4_quantize_2d and nvfp4_dequantize read nothing back to the host") {
   const torch::Tensor x = torch::randn({4, 64}, seeded(5));
   const test_support::HostReadCounter host_reads;
   amp::nvfp4_dequantize(amp::nvfp4_quantize(x));
   amp::nvfp4_dequantize(amp::nvfp4_quantize(x, amp::nvfp4_per_tensor_scale(x.abs().amax())));
   amp::nvfp4_quantize(x, {}, seeded(6));  // stochastic rounding
+  const torch::Tensor w = torch::randn({32, 64}, seeded(8));
+  amp::nvfp4_dequantize(amp::nvfp4_quantize_2d(w, amp::nvfp4_per_tensor_scale(w.abs().amax()), seeded(9)));
   const int reads = host_reads.count();
   (void)x.sum().item<float>();  // the counter sees a read
   CHECK(reads == 0);
@@ -280,6 +343,35 @@ TEST_CASE(
   CHECK(cases == 20);
   CHECK(two_level == 10);
   CHECK(dequantized == 18);
+}
+
+TEST_CASE(
+    "nvfp4_quantize_2d gives torchao's 1x16 bytes where every row block of a tile holds the tile's amax") {
+  // torchao 0.18.0 has no 2D NVFP4 blocks. Where each 1x16 row block of a 16x16 tile holds the tile's amax
+  // (the trace sets one of its values to +-amax), a row block's scale and the tile's are the same number, so
+  // the 2D quantization must give torchao's 1D scale and element bytes. Catches 2D numerics that differ from
+  // the 1D ones other than through the amax (another rounding, reciprocal or clamp).
+  const auto& doc = torchao_trace();
+  if (!doc) return;
+  REQUIRE_MESSAGE(doc->contains("tile_cases"), "tests/parity/torchao_nvfp4_trace.py failed");
+  int cases = 0, equal = 0;
+  for (const auto& c : (*doc)["tile_cases"]) {
+    CAPTURE(c["name"].get<std::string>());
+    CAPTURE(c["per_tensor"].get<bool>());
+    const auto dtype = c["dtype"] == "bfloat16" ? torch::kBFloat16 : torch::kFloat;
+    const torch::Tensor x = from_bits(c["x"], dtype, c["shape"].get<std::vector<int64_t>>());
+    const torch::Tensor g =
+        c["per_tensor"].get<bool>() ? amp::nvfp4_per_tensor_scale(x.abs().max()) : torch::Tensor();
+    const amp::Nvfp4Tensor q = amp::nvfp4_quantize_2d(x, g);
+    const bool same = torch::equal(bits_of(q.scales), want(c["scales"])) &&
+                      torch::equal(bits_of(q.elements), want(c["elements"]));
+    CHECK(same);
+    ++cases;
+    equal += same;
+  }
+  MESSAGE("torchao " << (*doc)["torchao_version"].get<std::string>() << ": " << equal << " of " << cases
+                     << " tile cases bitwise equal (2D against torchao's 1D)");
+  CHECK(cases == 4);
 }
 
 }  // namespace test_nvfp4

@@ -80,52 +80,95 @@ torch::Tensor nvfp4_per_tensor_scale(const torch::Tensor& amax) {
   return amax.to(torch::kFloat) / (nvfp4_impl::kE4m3Max * nvfp4_impl::kE2m1Max);
 }
 
-Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale,
-                           const std::optional<at::Generator>& rounding) {
-  if (!x.defined()) throw Nvfp4Error("nvfp4_quantize", "x is undefined");
-  if (x.dim() == 0) throw Nvfp4Error("nvfp4_quantize", "x must have at least one dimension");
-  if (!nvfp4_impl::is_input_dtype(x.scalar_type()))
-    throw Nvfp4Error("nvfp4_quantize",
-                     "x must be fp32, bf16 or fp16, not " + nvfp4_impl::str(x.scalar_type()));
+namespace nvfp4_impl {
+namespace {
+
+// The refusals nvfp4_quantize and nvfp4_quantize_2d share (fn names the caller).
+void check_quantize_args(const char* fn, const torch::Tensor& x, const torch::Tensor& per_tensor_scale,
+                         const std::optional<at::Generator>& rounding) {
+  if (!x.defined()) throw Nvfp4Error(fn, "x is undefined");
+  if (x.dim() == 0) throw Nvfp4Error(fn, "x must have at least one dimension");
+  if (!is_input_dtype(x.scalar_type()))
+    throw Nvfp4Error(fn, "x must be fp32, bf16 or fp16, not " + str(x.scalar_type()));
   if (x.size(-1) % kNvfp4BlockSize != 0)
-    throw Nvfp4Error("nvfp4_quantize", "the last dimension (" + nvfp4_impl::str(x.size(-1)) +
-                                           ") must be a multiple of " + nvfp4_impl::str(kNvfp4BlockSize));
-  if (rounding && !rounding->defined())
-    throw Nvfp4Error("nvfp4_quantize", "the rounding generator is undefined");
+    throw Nvfp4Error(
+        fn, "the last dimension (" + str(x.size(-1)) + ") must be a multiple of " + str(kNvfp4BlockSize));
+  if (rounding && !rounding->defined()) throw Nvfp4Error(fn, "the rounding generator is undefined");
   if (rounding && rounding->device() != x.device())
-    throw Nvfp4Error("nvfp4_quantize", "the rounding generator is on " + nvfp4_impl::str(rounding->device()) +
-                                           ", x on " + nvfp4_impl::str(x.device()));
+    throw Nvfp4Error(fn,
+                     "the rounding generator is on " + str(rounding->device()) + ", x on " + str(x.device()));
   if (per_tensor_scale.defined()) {
-    nvfp4_impl::check_per_tensor_scale("nvfp4_quantize", per_tensor_scale);
+    check_per_tensor_scale(fn, per_tensor_scale);
     if (per_tensor_scale.device() != x.device())
-      throw Nvfp4Error("nvfp4_quantize", "the per-tensor scale is on " +
-                                             nvfp4_impl::str(per_tensor_scale.device()) + ", x on " +
-                                             nvfp4_impl::str(x.device()));
+      throw Nvfp4Error(
+          fn, "the per-tensor scale is on " + str(per_tensor_scale.device()) + ", x on " + str(x.device()));
   }
-  std::vector<int64_t> block_shape = x.sizes().vec();
-  block_shape.back() /= kNvfp4BlockSize;
-  block_shape.push_back(kNvfp4BlockSize);
-  const torch::Tensor blocks = x.to(torch::kFloat).contiguous().view(block_shape);
-  const torch::Tensor block_scale = blocks.abs().amax(/*dim=*/-1) / nvfp4_impl::kE2m1Max;
+}
+
+// blocks: x in fp32, [..., n / 16, 16]; block_amax: the amax each block's scale is computed from,
+// [..., n / 16] (its own for 1D blocks, its tile's for 2D). The rest of nvfp4_quantize, as torchao's.
+Nvfp4Tensor quantize_blocks(const torch::Tensor& blocks, const torch::Tensor& block_amax,
+                            torch::IntArrayRef shape, const torch::Tensor& per_tensor_scale,
+                            const std::optional<at::Generator>& rounding) {
+  const torch::Tensor block_scale = block_amax / kE2m1Max;
   Nvfp4Tensor q;
   torch::Tensor reciprocal;
   if (!per_tensor_scale.defined()) {
-    q.scales = block_scale.clamp(nvfp4_impl::kE4m3MinNormal, nvfp4_impl::kE4m3Max).to(torch::kFloat8_e4m3fn);
+    q.scales = block_scale.clamp(kE4m3MinNormal, kE4m3Max).to(torch::kFloat8_e4m3fn);
     // x * (1 / s), not x / s: torchao's (and its Triton kernel's) numerics.
     reciprocal = q.scales.to(torch::kFloat).reciprocal();
   } else {
     const torch::Tensor g = per_tensor_scale.reshape({});
-    q.scales =
-        (block_scale / g).clamp(nvfp4_impl::kE4m3MinNormal, nvfp4_impl::kE4m3Max).to(torch::kFloat8_e4m3fn);
+    q.scales = (block_scale / g).clamp(kE4m3MinNormal, kE4m3Max).to(torch::kFloat8_e4m3fn);
     reciprocal = g.reciprocal() / q.scales.to(torch::kFloat);
     q.per_tensor_scale = g;
   }
-  const torch::Tensor scaled =
-      (blocks * reciprocal.unsqueeze(-1)).clamp(-nvfp4_impl::kE2m1Max, nvfp4_impl::kE2m1Max).view(x.sizes());
-  const torch::Tensor codes =
-      rounding ? nvfp4_impl::e2m1_codes_stochastic(scaled, *rounding) : nvfp4_impl::f32_to_e2m1_codes(scaled);
-  q.elements = nvfp4_impl::pack_nibbles(codes);
+  const torch::Tensor scaled = (blocks * reciprocal.unsqueeze(-1)).clamp(-kE2m1Max, kE2m1Max).view(shape);
+  const torch::Tensor codes = rounding ? e2m1_codes_stochastic(scaled, *rounding) : f32_to_e2m1_codes(scaled);
+  q.elements = pack_nibbles(codes);
   return q;
+}
+
+// x in fp32, contiguous, viewed as blocks of 16 along the last dimension.
+torch::Tensor as_blocks(const torch::Tensor& x) {
+  std::vector<int64_t> block_shape = x.sizes().vec();
+  block_shape.back() /= kNvfp4BlockSize;
+  block_shape.push_back(kNvfp4BlockSize);
+  return x.to(torch::kFloat).contiguous().view(block_shape);
+}
+
+}  // namespace
+}  // namespace nvfp4_impl
+
+Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale,
+                           const std::optional<at::Generator>& rounding) {
+  nvfp4_impl::check_quantize_args("nvfp4_quantize", x, per_tensor_scale, rounding);
+  const torch::Tensor blocks = nvfp4_impl::as_blocks(x);
+  return nvfp4_impl::quantize_blocks(blocks, blocks.abs().amax(/*dim=*/-1), x.sizes(), per_tensor_scale,
+                                     rounding);
+}
+
+Nvfp4Tensor nvfp4_quantize_2d(const torch::Tensor& x, const torch::Tensor& per_tensor_scale,
+                              const std::optional<at::Generator>& rounding) {
+  nvfp4_impl::check_quantize_args("nvfp4_quantize_2d", x, per_tensor_scale, rounding);
+  if (x.dim() < 2 || x.size(-2) % kNvfp4BlockSize != 0)
+    throw Nvfp4Error("nvfp4_quantize_2d",
+                     "x must be at least 2-D with its last two dimensions multiples of " +
+                         nvfp4_impl::str(kNvfp4BlockSize) + ", not " + nvfp4_impl::str(x.sizes()));
+  const torch::Tensor blocks = nvfp4_impl::as_blocks(x);
+  // [..., m, n / 16, 16] -> [..., m / 16, 16, n / 16, 16]: the amax of each 16x16 tile, given to each of its
+  // 16 row blocks.
+  std::vector<int64_t> tiles = blocks.sizes().vec();
+  const int64_t m = x.size(-2);
+  tiles.erase(tiles.end() - 3);
+  tiles.insert(tiles.end() - 2, {m / kNvfp4BlockSize, kNvfp4BlockSize});
+  const torch::Tensor tile_amax =
+      blocks.view(tiles).abs().amax({-3, -1}, /*keepdim=*/true);  // [.., m/16, 1, n/16, 1]
+  std::vector<int64_t> per_block = tiles;
+  per_block.back() = 1;
+  const torch::Tensor block_amax =
+      tile_amax.expand(per_block).reshape(blocks.sizes().slice(0, blocks.dim() - 1));
+  return nvfp4_impl::quantize_blocks(blocks, block_amax, x.sizes(), per_tensor_scale, rounding);
 }
 
 torch::Tensor nvfp4_dequantize(const Nvfp4Tensor& q, torch::ScalarType out) {

@@ -25,9 +25,18 @@
 //     flush to zero (or round at 448 x E2M1's spacing);
 //   - the per-tensor scale is used as given: 0, inf or NaN makes the block scales and elements follow IEEE
 //     arithmetic (no check, which would need a host sync).
+// 2D blocks (nvfp4_quantize_2d): one E4M3 scale per 16x16 tile of the last two dimensions, as Transformer
+// Engine's NVFP4 recipe quantizes weights (NVFP4BlockScaling; its reference quantizer takes each tile's amax
+// for the 16 row blocks of the tile). The result is an ordinary Nvfp4Tensor whose 16 row blocks of a tile
+// hold the same scale, so nvfp4_dequantize and 1x16 consumers read it as it is. A tile's values are scaled
+// alike whichever way it is cut, so the quantization of x's transpose is the transpose of x's, bit for bit;
+// with 1x16 blocks it is not (the blocks of x's rows and of its columns have other amaxes). torchao 0.18.0
+// has no 2D NVFP4 blocks: tests/test_nvfp4.cpp holds them to a float64 reference written there, and to
+// torchao's 1D bytes where every row block of a tile holds the tile's amax (the two then agree).
 // Syncs: none. Only torch ops (amax, bit views, shifts, where, casts), so the same code runs on the CPU and
 // on CUDA; no value is read back to the host. Misuse throws Nvfp4Error before anything is computed.
-// Not here: 16x16 2D blocks.
+// Not here: the random Hadamard transform Transformer Engine applies before quantizing some tensors (lab 19
+// writes its own, labs/19_nvfp4_2d/lab.cpp).
 #pragma once
 
 #include <cstdint>
@@ -78,6 +87,14 @@ torch::Tensor nvfp4_per_tensor_scale(const torch::Tensor& amax);
 // dequantized value is x in expectation (up to the clamp at 6; the scales stay round-to-nearest).
 Nvfp4Tensor nvfp4_quantize(const torch::Tensor& x, const torch::Tensor& per_tensor_scale = {},
                            const std::optional<at::Generator>& rounding = std::nullopt);
+
+// x quantized to NVFP4 with one E4M3 scale per 16x16 tile of its last two dimensions, given to each of the
+// tile's 16 row blocks (`scales` has nvfp4_quantize's shape, each value repeated over 16 rows); the elements
+// are quantized as nvfp4_quantize's, from that scale. Everything else (per_tensor_scale, rounding, dtypes,
+// devices, edge cases) as nvfp4_quantize. Syncs: none. Throws Nvfp4Error as nvfp4_quantize does, and when x
+// has fewer than two dimensions or its second-to-last dimension is not a multiple of 16.
+Nvfp4Tensor nvfp4_quantize_2d(const torch::Tensor& x, const torch::Tensor& per_tensor_scale = {},
+                              const std::optional<at::Generator>& rounding = std::nullopt);
 
 // The values q holds, in `out` (kFloat, kBFloat16 or kHalf), in the shape q was quantized from: each element
 // times its block's scale (times the per-tensor scale: per-tensor x block scale first, as torchao's

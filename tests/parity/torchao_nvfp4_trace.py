@@ -7,6 +7,9 @@ inf and NaN, and bf16 input.
 The C++ side quantizes the same bits with amp::nvfp4_quantize and requires the same E4M3 scale bytes, packed
 E2M1 element bytes and per-tensor scale bits, and the same bits from amp::nvfp4_dequantize as from
 NVFP4Tensor.dequantize.
+torchao 0.18.0 has no 2D (16x16) NVFP4 blocks. The "tile_cases" hold torchao's 1D quantization of matrices
+in which every row block of a 16x16 tile holds the tile's amax (one of its 16 values is set to +-amax): 1D
+and 2D blocks then give the same scales, so amp::nvfp4_quantize_2d must give torchao's bytes.
 Usage: python tests/parity/torchao_nvfp4_trace.py OUT.json [cpu|cuda]. Exits 3 (with one line) when torchao
 cannot be imported.
 """
@@ -68,23 +71,47 @@ def inputs():
     ]
 
 
+def tile_inputs():
+    """(name, tensor): matrices whose every 1x16 row block holds its 16x16 tile's amax (sign random)."""
+    g = torch.Generator().manual_seed(SEED + 1)
+    out = []
+    for name, (m, n), dtype in (("tiles", (32, 64), torch.float32), ("tiles bf16", (48, 32), torch.bfloat16)):
+        mags = torch.exp2(torch.randint(-8, 9, (m // 16, 1, n // 16, 1), generator=g).float())
+        x = (torch.randn(m // 16, 16, n // 16, 16, generator=g) * mags).to(dtype).float()
+        amax = x.abs().amax(dim=(1, 3), keepdim=True).expand(-1, 16, -1, 1)
+        col = torch.randint(0, 16, (m // 16, 16, n // 16, 1), generator=g)
+        sign = torch.where(torch.rand(col.shape, generator=g) < 0.5, -1.0, 1.0)
+        x.scatter_(3, col, sign * amax)
+        out.append((name, x.reshape(m, n).to(dtype)))
+    return out
+
+
+def trace_case(name, x, two_level):
+    """torchao's bytes of x quantized in 1x16 blocks, with the per-tensor scale or without."""
+    per_tensor = per_tensor_amax_to_scale(torch.max(torch.abs(x))) if two_level else None
+    scales, data = nvfp4_quantize(x, 16, per_tensor)
+    return {"name": name, "per_tensor": two_level, "dtype": str(x.dtype).removeprefix("torch."),
+            "shape": list(x.shape), "x": bits(x), "scale_shape": list(scales.shape), "scales": bits(scales),
+            "elements_shape": list(data.shape), "elements": bits(data),
+            "per_tensor_scale": bits(per_tensor) if two_level else []}
+
+
 def main(out_path, device):
     cases = []
     for name, x, in inputs():
         x = x.to(device)
         for two_level in (False, True):
-            per_tensor = per_tensor_amax_to_scale(torch.max(torch.abs(x))) if two_level else None
-            scales, data = nvfp4_quantize(x, 16, per_tensor)
-            case = {"name": name, "per_tensor": two_level, "dtype": str(x.dtype).removeprefix("torch."),
-                    "shape": list(x.shape), "x": bits(x), "scale_shape": list(scales.shape),
-                    "scales": bits(scales), "elements_shape": list(data.shape), "elements": bits(data),
-                    "per_tensor_scale": bits(per_tensor) if two_level else []}
+            case = trace_case(name, x, two_level)
             if x.dim() == 2:
+                per_tensor = per_tensor_amax_to_scale(torch.max(torch.abs(x))) if two_level else None
+                scales, data = nvfp4_quantize(x, 16, per_tensor)
                 q = NVFP4Tensor(data, scales.view(x.shape[0], -1), 16, x.dtype, per_tensor)
                 case["dequantized"] = bits(q.dequantize(torch.float32))
             cases.append(case)
+    tile_cases = [trace_case(name, x.to(device), two_level) for name, x in tile_inputs()
+                  for two_level in (False, True)]
     doc = {"torch_version": torch.__version__, "torchao_version": torchao.__version__, "device": device,
-           "cases": cases}
+           "cases": cases, "tile_cases": tile_cases}
     with open(out_path, "w") as f:
         json.dump(doc, f)
 
