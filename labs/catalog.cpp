@@ -153,6 +153,14 @@ const std::vector<LabDecl>& catalog() {
        .heading = "Activations with outlier channels in E4M3 and E2M1, scaled three ways",
        .flip_fails = {"blocks-beat-per-tensor", "per-row-no-help"},
        .types = "E4M3 and E2M1"},
+      {.number = 20,
+       .id = "fp8-accumulator",
+       .track = "frontier",
+       .title = "An FP8 tensor core's accumulator keeps about 14 bits and truncates: promote partial sums of "
+                "128 to FP32",
+       .heading = "One FP8 GEMM accumulated three ways, K = 512 to 16384, against float64",
+       .flip_fails = {"chain-error-grows", "chain-truncates-below", "promotion-beats-chain"},
+       .types = "E4M3"},
   };
   return labs;
 }
