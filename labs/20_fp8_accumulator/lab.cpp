@@ -17,21 +17,21 @@
 // promotes the partial sums to FP32 every 128 elements: their figures, not this lab's.
 // The lab multiplies E4M3 matrices [16 x K] x [K x 16] (inputs drawn uniform in [0, 1), one FP32 scale per
 // tensor, amax / 448), K = 512 to 16384, three ways:
-//   (a) one chain over K in the 14-bit accumulator (what an H100 does with fast accumulation, unsplit),
-//   (b) the same chain in an FP32 accumulator that rounds to nearest,
-//   (c) amp.cpp's promoted_gemm: chains of 128 from zero, each added to an FP32 total (DeepSeek-V3's fix,
+//   (1) one chain over K in the 14-bit accumulator (what an H100 does with fast accumulation, unsplit),
+//   (2) the same chain in an FP32 accumulator that rounds to nearest,
+//   (3) amp.cpp's promoted_gemm: chains of 128 from zero, each added to an FP32 total (DeepSeek-V3's fix,
 //       and an H100's cuBLAS without fast accumulation, unsplit);
 // then applies the scales as torch._scaled_mm does (alpha = scale_a x scale_b in FP32, one rounding of
 // alpha x accumulator), and measures each output against the float64 product of the same FP8 values. It
 // also runs zero-mean (Gaussian) inputs at K = 4096.
 // Where the lab and mmaemu (the H100, bit for bit) differ: with these Ks and shapes like 64 x 64 the H100's
 // cuBLAS splits K (3 ways at K = 8192, 6 at 16384, by mmaemu's table) and each split is a chain of its own,
-// so with fast accumulation its error there is smaller than (a)'s single chain; the lab models the unsplit
+// so with fast accumulation its error there is smaller than (1)'s single chain; the lab models the unsplit
 // chain only. Where both are unsplit they agree bit for bit (tests/lab20_fp8_accumulator_test.cpp).
 //
 // Run:  build/bin/lab20_fp8_accumulator [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (--dtype does not apply: the inputs are E4M3)
-// --flip: every accumulator is FP32 (rounding to nearest): (a) keeps the products' low bits, its error
+// --flip: every accumulator is FP32 (rounding to nearest): (1) keeps the products' low bits, its error
 //         stays near FP32's and lies on both sides of float64, and promotion gains nothing: checks
 //         chain-error-grows, chain-truncates-below and promotion-beats-chain fail.
 #include <algorithm>
@@ -149,12 +149,12 @@ const std::vector<int64_t> kLengthsQuick = {512, 1024, 2048, 4096};
 constexpr int64_t kGaussianLength = 4096;  // the zero-mean run: DeepSeek-V3's K
 constexpr double kE4m3Max = 448;           // E4M3's largest value: each tensor's amax is scaled to it
 const std::vector<int64_t> kProbeIntervals = {32, 64, 128, 256};  // partial lengths the judge tells apart
-constexpr double kChainErrorFloor = 1e-3;  // (a) at the longest K: at least 0.1% (measured 7-26%)
+constexpr double kChainErrorFloor = 1e-3;  // (1) at the longest K: at least 0.1% (measured 7-26%)
 constexpr double kChainGrowth = 4;         // ... and at least 4x its error at K = 512 (measured 10-35x)
-constexpr double kBelowShare = 0.99;       // (a)'s outputs at or below float64: truncation, one-sided
-constexpr double kFp32Bound = 1e-5;        // (b) at every K: 512 FP32 adds stay within 3e-5 (measured 1e-6)
-constexpr double kPromotedBound = 3e-3;    // (c) at every K (measured at most 1.0e-3: 128-long chains)
-constexpr double kPromotionGain = 10;      // (c) at least 10x better than (a) at the longest K
+constexpr double kBelowShare = 0.99;       // (1)'s outputs at or below float64: truncation, one-sided
+constexpr double kFp32Bound = 1e-5;        // (2) at every K: 512 FP32 adds stay within 3e-5 (measured 1e-6)
+constexpr double kPromotedBound = 3e-3;    // (3) at every K (measured at most 1.0e-3: 128-long chains)
+constexpr double kPromotionGain = 10;      // (3) at least 10x better than (1) at the longest K
 
 // ---- measure -----------------------------------------------------------------------------------------
 
@@ -214,7 +214,7 @@ torch::Tensor same_bits(const torch::Tensor& x, const torch::Tensor& y) {
 
 struct Row {
   int64_t k = 0;
-  Scored chain, fp32, promoted;  // (a), (b), (c)
+  Scored chain, fp32, promoted;  // (1), (2), (3)
   double largest_sum = 0;        // the largest float64 accumulator (before the scales)
 };
 
@@ -222,8 +222,8 @@ struct Row {
 struct Judged {
   double equal_share = 0;      // share of its outputs, over every K, equal to the lab's bit for bit
   int64_t partial_length = 0;  // at the shortest K: the interval whose promotion it equals (128 first, then
-                               // 32, 64, 256), the shortest K itself if it equals (a)'s one chain, else 0
-  bool same_as_chain = false;  // at the longest K it equals (a)'s one chain bit for bit
+                               // 32, 64, 256), the shortest K itself if it equals (1)'s one chain, else 0
+  bool same_as_chain = false;  // at the longest K it equals (1)'s one chain bit for bit
   bool finite = true;          // every output finite, every K
   double rel_diff_kmin = 0;    // its largest relative difference from the lab's at the shortest K (1 if inf)
   double sum_ratio_kmin = 1;   // the sum of its outputs over the lab's, at the shortest K
@@ -323,19 +323,19 @@ std::string times(double v) {
 void report_measured(const Result& m, lab::Report& r) {
   r.dtypes("E4M3", "E4M3 inputs, one FP32 scale per tensor; the accumulators as listed; float64 references");
   if (m.ctx.flip) r.note("FLIP: every accumulator is FP32, rounding to nearest");
+  r.section(
+      fmt::format("E4M3 GEMM [{} x K] x [K x {}], inputs uniform in [0, 1): largest relative error of "
+                  "its {} outputs against float64",
+                  kRows, kCols, kRows * kCols));
+  // In the section, not above it: the walk may drop set-up notes to fit a screen, and the rows need these.
   r.note(
-      "(a) the tensor core's accumulator, one chain over K, 32 products a step; (b) the same chain in an "
-      "FP32 "
-      "accumulator; (c) amp.cpp: chains of 128 in the tensor core, each added to an FP32 total");
-  r.section(fmt::format(
-      "E4M3 GEMM [{} x K] x [K x {}], inputs uniform in [0, 1): largest relative error of the {} outputs "
-      "against float64",
-      kRows, kCols, kRows * kCols));
-  auto& t = r.table("", {"K", "(a)", "(b)", "(c)", "(a)/(c)"});
+      "(1) one chain over K in the tensor core's accumulator, 32 products a step; (2) the same in an FP32 "
+      "accumulator; (3) amp.cpp: chains of 128 in the tensor core, each added to an FP32 total");
+  auto& t = r.table("", {"K", "(1)", "(2)", "(3)", "(1)/(3)"});
   for (const Row& row : m.rows)
     t.row({std::to_string(row.k), lab::sci(row.chain.error, 2), lab::sci(row.fp32.error, 2),
            lab::sci(row.promoted.error, 2), times(row.chain.error / row.promoted.error)});
-  r.observe("chain_below_share", "(a): share of outputs below float64, fewest over K", chain_below(m), "",
+  r.observe("chain_below_share", "(1): share of outputs below float64, fewest over K", chain_below(m), "",
             lab::percent(chain_below(m)));
 }
 
@@ -348,31 +348,32 @@ void report_numbers(const Result& m, lab::Report& r) {
   auto err = [&](const std::string& key, const std::string& label, double v) {
     r.observe(key, label, v, "", lab::sci(v));
   };
-  err("err_chain_kmin", "(a) at the shortest K", first.chain.error);
-  err("err_chain_k4096", "(a) at K = 4096", mid.chain.error);
-  err("err_chain_kmax", "(a) at the longest K", last.chain.error);
-  err("err_fp32_kmin", "(b) at the shortest K", first.fp32.error);
-  err("err_fp32_kmax", "(b) at the longest K", last.fp32.error);
-  err("err_promoted_kmin", "(c) at the shortest K", first.promoted.error);
-  err("err_promoted_kmax", "(c) at the longest K", last.promoted.error);
+  err("err_chain_kmin", "(1) at the shortest K", first.chain.error);
+  err("err_chain_k4096", "(1) at K = 4096", mid.chain.error);
+  err("err_chain_kmax", "(1) at the longest K", last.chain.error);
+  err("err_fp32_kmin", "(2) at the shortest K", first.fp32.error);
+  err("err_fp32_kmax", "(2) at the longest K", last.fp32.error);
+  err("err_promoted_kmin", "(3) at the shortest K", first.promoted.error);
+  err("err_promoted_kmax", "(3) at the longest K", last.promoted.error);
+  err("err_promoted_max", "(3), largest over K", promoted_max(m));
   const double growth = last.chain.error / first.chain.error;
-  r.observe("chain_growth", "(a): longest K's error over the shortest's", growth, "x", times(growth));
+  r.observe("chain_growth", "(1): longest K's error over the shortest's", growth, "x", times(growth));
   const double k_ratio = static_cast<double>(last.k) / static_cast<double>(first.k);
   r.observe("k_ratio", "longest K over the shortest", k_ratio, "x", times(k_ratio));
   r.observe("k_ratio_sqrt", "... its square root (a random walk's growth)", std::sqrt(k_ratio), "x",
             times(std::sqrt(k_ratio)));
   const double gain = last.chain.error / last.promoted.error;
-  r.observe("promotion_gain", "(a) over (c) at the longest K", gain, "x", times(gain));
-  r.observe("fp32_below_share", "(b): share of outputs below float64, longest K", last.fp32.below_share, "",
+  r.observe("promotion_gain", "(1) over (3) at the longest K", gain, "x", times(gain));
+  r.observe("fp32_below_share", "(2): share of outputs below float64, longest K", last.fp32.below_share, "",
             lab::percent(last.fp32.below_share));
   r.observe("largest_sum", "largest accumulator value (before the scales)", last.largest_sum, "",
             lab::sci(last.largest_sum));
   r.detail_section(
       fmt::format("Zero-mean inputs (Gaussian), K = {}: largest error relative to the largest |output|",
                   kGaussianLength));
-  err("gauss_chain", "(a) one chain, tensor core", m.gauss_chain.error);
-  err("gauss_fp32", "(b) FP32 accumulator", m.gauss_fp32.error);
-  err("gauss_promoted", "(c) partial sums of 128, FP32 total", m.gauss_promoted.error);
+  err("gauss_chain", "(1) one chain, tensor core", m.gauss_chain.error);
+  err("gauss_fp32", "(2) FP32 accumulator", m.gauss_fp32.error);
+  err("gauss_promoted", "(3) partial sums of 128, FP32 total", m.gauss_promoted.error);
   r.detail_section("The model against published figures");
   r.note(
       "the accumulator modelled: 32 exact products a step, aligned with it to their largest exponent and "
@@ -380,13 +381,13 @@ void report_numbers(const Result& m, lab::Report& r) {
       "and truncation; mmaemu's hopper parameters)");
   r.note(
       "DeepSeek-V3 (arXiv 2412.19437, 3.3) reports about 14 bits and a largest relative error of nearly 2% "
-      "at K = 4096 on its GPUs (its inputs are not stated); this run: (a) " +
+      "at K = 4096 on its GPUs (its inputs are not stated); this run: (1) " +
       lab::sci(mid.chain.error) + " on uniform inputs, " + lab::sci(m.gauss_chain.error) +
       " on Gaussian ones relative to the largest output");
   r.note(
       "an H100's cuBLAS splits K at K >= 8192 for shapes like 64 x 64 (mmaemu's table: 3 splits at 8192, 6 "
-      "at 16384), each split a chain of its own: its fast-accumulation error there is below (a)'s single "
-      "chain; unsplit, (a) and (c) are its bits (fast and default accumulation)");
+      "at 16384), each split a chain of its own: its fast-accumulation error there is below (1)'s single "
+      "chain; unsplit, (1) and (3) are its bits (fast and default accumulation)");
 }
 
 void report_lab_checks(const Result& m, lab::Report& r) {
@@ -395,7 +396,7 @@ void report_lab_checks(const Result& m, lab::Report& r) {
   // (an FP32 accumulator: its error stays near FP32's unit at every K).
   r.check(
       "chain-error-grows",
-      fmt::format("(a) one chain in the tensor core: error at least {} at the longest K and at least {:g}x "
+      fmt::format("(1) one chain in the tensor core: error at least {} at the longest K and at least {:g}x "
                   "its error at K = {}",
                   lab::sci(kChainErrorFloor, 1), kChainGrowth, first.k),
       last.chain.error >= kChainErrorFloor && last.chain.error >= kChainGrowth * first.chain.error,
@@ -404,14 +405,14 @@ void report_lab_checks(const Result& m, lab::Report& r) {
   // Truncation toward zero: with positive products every output falls short of float64. Fails under --flip
   // (rounding to nearest lands on both sides).
   r.check("chain-truncates-below",
-          fmt::format("(a) truncates: at least {} of its outputs lie below float64, at every K",
+          fmt::format("(1) truncates: at least {} of its outputs lie below float64, at every K",
                       lab::percent(kBelowShare)),
           chain_below(m) >= kBelowShare, fmt::format("fewest over K: {}", lab::percent(chain_below(m))));
   // The reference accumulator: FP32's error stays near its unit (2^-24) whatever K.
   double fp32_max = 0;
   for (const Row& row : m.rows) fp32_max = std::max(fp32_max, row.fp32.error);
   r.check("fp32-stays-small",
-          fmt::format("(b) FP32 accumulator: error at most {} at every K", lab::sci(kFp32Bound, 1)),
+          fmt::format("(2) FP32 accumulator: error at most {} at every K", lab::sci(kFp32Bound, 1)),
           fp32_max <= kFp32Bound, fmt::format("largest {}", lab::sci(fp32_max)));
 }
 
@@ -423,14 +424,14 @@ void report_promotion_checks(const Result& m, lab::Report& r) {
   // missing partial sum.
   const double worst = promoted_max(m);
   r.check("promoted-error-bounded",
-          fmt::format("(c) promoted: error at most {} at every K", lab::sci(kPromotedBound, 1)),
+          fmt::format("(3) promoted: error at most {} at every K", lab::sci(kPromotedBound, 1)),
           worst <= kPromotedBound,
           fmt::format("largest {} (at the longest K {})", lab::sci(worst), lab::sci(last.promoted.error)),
           {{"error_max", std::isfinite(worst) ? worst : 1.0}, {"finite", j.finite}});
   // Catches any other order or precision: partial sums of another length, a total kept wider than FP32
   // (float64) or narrower (bf16, fp16), a partial sum missing or added twice.
   r.check("promoted-matches-reference",
-          "(c) equals, bit for bit, the lab's own promotion: chains of 128 from zero, each added to an FP32 "
+          "(3) equals, bit for bit, the lab's own promotion: chains of 128 from zero, each added to an FP32 "
           "total in K order",
           j.equal_share == 1,
           fmt::format("{} of the outputs equal; at K = {}: {}, largest relative difference {}",
@@ -451,8 +452,8 @@ void report_promotion_checks(const Result& m, lab::Report& r) {
   // gain) and without promotion.
   const double gain = last.chain.error / last.promoted.error;
   r.check("promotion-beats-chain",
-          fmt::format("at the longest K, (c)'s error is at most 1/{:g} of (a)'s", kPromotionGain),
-          gain >= kPromotionGain, fmt::format("(a) / (c) = {}", times(gain)));
+          fmt::format("at the longest K, (3)'s error is at most 1/{:g} of (1)'s", kPromotionGain),
+          gain >= kPromotionGain, fmt::format("(1) / (3) = {}", times(gain)));
 }
 
 void report(const Result& m, lab::Report& r) {
