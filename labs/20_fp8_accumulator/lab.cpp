@@ -202,7 +202,7 @@ torch::Tensor reference_promoted(const TensorCore& tc, const torch::Tensor& a, c
     return x.to(torch::kDouble).view({x.size(0), chunks, interval}).transpose(0, 1).contiguous();
   };
   const torch::Tensor partials = chain_values(batched(a), batched(b), tc.fp32_accumulator).to(torch::kFloat);
-  torch::Tensor total = torch::zeros({a.size(0), b.size(0)}, torch::kFloat);
+  torch::Tensor total = torch::zeros({a.size(0), b.size(0)}, partials.options());
   for (int64_t c = 0; c < chunks; ++c) total = total + partials[c];
   return total;
 }
@@ -242,7 +242,7 @@ torch::Tensor learner_promoted(const TensorCore& tc, const Fp8& a, const Fp8& b)
   if (acc.sizes() != torch::IntArrayRef({a.values.size(0), b.values.size(0)}))
     throw std::runtime_error(
         fmt::format("promoted_gemm must return [{}, {}]", a.values.size(0), b.values.size(0)));
-  return acc.to(torch::kFloat).cpu();
+  return acc.to(torch::kFloat);
 }
 
 // At the shortest K: which promotion the learner's result is, and how far it is from the lab's.
@@ -266,9 +266,10 @@ Result measure(const lab::Context& ctx) {
   Result m{.ctx = ctx};
   const TensorCore tc{.fp32_accumulator = ctx.flip}, fp32{.fp32_accumulator = true};
   const std::vector<int64_t>& lengths = ctx.quick ? kLengthsQuick : kLengths;
+  const auto on = torch::device(ctx.device);  // every step is exact or one IEEE rounding: CPU and GPU agree
   int64_t equal = 0, outputs = 0;
   for (const int64_t k : lengths) {
-    const Fp8 a = quantize(torch::rand({kRows, k})), b = quantize(torch::rand({kCols, k}));
+    const Fp8 a = quantize(torch::rand({kRows, k}, on)), b = quantize(torch::rand({kCols, k}, on));
     const torch::Tensor ref = torch::matmul(a.values.to(torch::kDouble), b.values.to(torch::kDouble).t());
     const torch::Tensor chain = tc.chain(a.values, b.values);
     const torch::Tensor learner = learner_promoted(tc, a, b);
@@ -285,8 +286,8 @@ Result measure(const lab::Context& ctx) {
     if (k == lengths.back()) m.judged.same_as_chain = same_bits(learner, chain).all().item<bool>();
   }
   m.judged.equal_share = static_cast<double>(equal) / static_cast<double>(outputs);
-  const Fp8 a = quantize(torch::randn({kRows, kGaussianLength}));
-  const Fp8 b = quantize(torch::randn({kCols, kGaussianLength}));
+  const Fp8 a = quantize(torch::randn({kRows, kGaussianLength}, on));
+  const Fp8 b = quantize(torch::randn({kCols, kGaussianLength}, on));
   const torch::Tensor ref = torch::matmul(a.values.to(torch::kDouble), b.values.to(torch::kDouble).t());
   m.gauss_chain = score(tc.chain(a.values, b.values), a, b, ref, /*normwise=*/true);
   m.gauss_fp32 = score(fp32.chain(a.values, b.values), a, b, ref, /*normwise=*/true);
