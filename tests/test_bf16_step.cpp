@@ -25,6 +25,7 @@
 #include "amp/bf16_update.h"
 #include "amp_lab_paths.h"
 #include "lab/libtorch.h"
+#include "support/host_reads.h"
 #include "support/torchao_trace.h"
 
 namespace test_bf16_step {
@@ -93,27 +94,6 @@ std::vector<torch::Tensor> run(const amp::Bf16Step::MakeOptimizer& make, amp::Bf
   }
   return params;
 }
-
-class HostReadCounter {  // counts the ops that read a device value back to the host
- public:
-  HostReadCounter() {
-    count_ = 0;
-    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(&HostReadCounter::on_start));
-  }
-  ~HostReadCounter() { at::removeCallback(handle_); }
-  HostReadCounter(const HostReadCounter&) = delete;
-  HostReadCounter& operator=(const HostReadCounter&) = delete;
-  int count() const { return count_; }
-
- private:
-  static std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
-    const std::string name = fn.name();
-    if (name == "aten::_local_scalar_dense" || name == "aten::nonzero" || name == "aten::item") ++count_;
-    return nullptr;
-  }
-  static inline thread_local int count_ = 0;
-  at::CallbackHandle handle_;
-};
 
 }  // namespace
 
@@ -207,7 +187,7 @@ TEST_CASE("Bf16Step reads nothing back to the host") {
   const auto targets = targets_for(params);
   amp::Bf16Step opt(params, adamw(kLr), {.seed = 1});
   set_grads(params, targets);
-  HostReadCounter reads;
+  test_support::HostReadCounter reads;
   opt.step();
   opt.step();
   CHECK(reads.count() == 0);

@@ -25,6 +25,7 @@
 #include "amp/mx.h"
 #include "amp_lab_paths.h"
 #include "lab/libtorch.h"
+#include "support/host_reads.h"
 #include "support/torchao_trace.h"
 
 namespace test_mx {
@@ -190,32 +191,18 @@ TEST_CASE("mx_quantize keeps torchao's scale byte 0 for a block below 2^-118, so
   CHECK(r.elements[0][0].item<float>() == 0.0f);  // 2^-122 is far below E4M3's smallest subnormal
 }
 
-namespace {
-
-thread_local int host_reads = 0;  // ops that read a tensor's value back to the host, while counted
-
-std::unique_ptr<at::ObserverContext> count_host_read(const at::RecordFunction& fn) {
-  const std::string name = fn.name();
-  if (name == "aten::_local_scalar_dense" || name == "aten::item" || name == "aten::nonzero") ++host_reads;
-  return nullptr;
-}
-
-}  // namespace
-
 TEST_CASE("mx_quantize and mx_dequantize read nothing back to the host") {
   // A boolean-mask assignment (torchao's max_abs[nan_mask] = nan) or an .item() would be such a read: on
   // CUDA a sync with the device.
   const torch::Tensor x = torch::randn({4, 64}, seeded(5));
-  host_reads = 0;
-  const at::CallbackHandle handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_host_read));
+  const test_support::HostReadCounter host_reads;
   for (const auto element : {torch::kFloat8_e4m3fn, torch::kFloat8_e5m2, torch::kFloat4_e2m1fn_x2}) {
     for (const auto mode : kModes) amp::mx_dequantize(amp::mx_quantize(x, element, 32, mode));
   }
-  const int reads = host_reads;
+  const int reads = host_reads.count();
   (void)x.sum().item<float>();  // the counter sees a read
-  at::removeCallback(handle);
   CHECK(reads == 0);
-  CHECK(host_reads > 0);
+  CHECK(host_reads.count() > 0);
 }
 
 TEST_CASE("mx_quantize and mx_dequantize refuse bad dtypes, block sizes and shapes with an amp::Error") {
@@ -299,12 +286,9 @@ TEST_CASE("mx_matmul reads nothing back to the host, forward or backward") {
   at::Generator gen = seeded(13);
   const torch::Tensor a = torch::randn({32, 64}, gen).requires_grad_();
   const torch::Tensor b = torch::randn({64, 32}, gen).requires_grad_();
-  host_reads = 0;
-  const at::CallbackHandle handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_host_read));
+  const test_support::HostReadCounter host_reads;
   amp::mx_matmul(a, b).sum().backward();
-  const int reads = host_reads;
-  at::removeCallback(handle);
-  CHECK(reads == 0);
+  CHECK(host_reads.count() == 0);
 }
 
 TEST_CASE("mx_matmul and mx_linear refuse shapes a GEMM cannot block, and mixed dtypes") {

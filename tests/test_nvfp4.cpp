@@ -18,6 +18,7 @@
 
 #include "amp/nvfp4.h"
 #include "lab/libtorch.h"
+#include "support/host_reads.h"
 #include "support/torchao_trace.h"
 
 namespace test_nvfp4 {
@@ -187,30 +188,16 @@ TEST_CASE("nvfp4_quantize with a rounding generator is unbiased: the mean of 400
   CHECK_THROWS_AS(amp::nvfp4_quantize(x, {}, at::Generator()), amp::Nvfp4Error);
 }
 
-namespace {
-
-thread_local int host_reads = 0;  // ops that read a tensor's value back to the host, while counted
-
-std::unique_ptr<at::ObserverContext> count_host_read(const at::RecordFunction& fn) {
-  const std::string name = fn.name();
-  if (name == "aten::_local_scalar_dense" || name == "aten::item" || name == "aten::nonzero") ++host_reads;
-  return nullptr;
-}
-
-}  // namespace
-
 TEST_CASE("nvfp4_quantize and nvfp4_dequantize read nothing back to the host") {
   const torch::Tensor x = torch::randn({4, 64}, seeded(5));
-  host_reads = 0;
-  const at::CallbackHandle handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&count_host_read));
+  const test_support::HostReadCounter host_reads;
   amp::nvfp4_dequantize(amp::nvfp4_quantize(x));
   amp::nvfp4_dequantize(amp::nvfp4_quantize(x, amp::nvfp4_per_tensor_scale(x.abs().amax())));
   amp::nvfp4_quantize(x, {}, seeded(6));  // stochastic rounding
-  const int reads = host_reads;
+  const int reads = host_reads.count();
   (void)x.sum().item<float>();  // the counter sees a read
-  at::removeCallback(handle);
   CHECK(reads == 0);
-  CHECK(host_reads > 0);
+  CHECK(host_reads.count() > 0);
 }
 
 TEST_CASE("nvfp4_quantize and nvfp4_dequantize refuse bad dtypes, shapes and per-tensor scales") {

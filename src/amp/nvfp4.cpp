@@ -8,6 +8,7 @@
 
 #include <ATen/ATen.h>
 
+#include "amp/detail/fp4.h"
 #include "amp/mx.h"
 
 namespace amp {
@@ -15,12 +16,13 @@ namespace amp {
 namespace nvfp4_impl {
 namespace {
 
+using detail::f32_to_e2m1_codes;
+using detail::pack_nibbles;
+
 constexpr double kE2m1Max = 6.0;             // FP4 E2M1's largest finite value (torchao's F4_E2M1_MAX)
 constexpr double kE4m3Max = 448.0;           // FP8 E4M3's largest finite value (F8E4M3_MAX)
 constexpr double kE4m3MinNormal = 0.015625;  // 2^-6, E4M3's smallest normal: torchao's E4M3_EPS (finfo.tiny)
-constexpr int kF32MantissaBits = 23;
-constexpr int kF32ExponentBias = 127;
-constexpr int64_t kE8m0One = 127;  // the E8M0 byte of 2^0
+constexpr int64_t kE8m0One = 127;            // the E8M0 byte of 2^0
 
 template <typename T>
 std::string str(const T& v) {
@@ -31,41 +33,6 @@ std::string str(const T& v) {
 
 bool is_input_dtype(torch::ScalarType t) {
   return t == torch::kFloat || t == torch::kBFloat16 || t == torch::kHalf;
-}
-
-// fp32 -> FP4 E2M1 codes in the low 4 bits of a uint8, round to nearest even, saturating at 6 (no inf or
-// NaN codes; a NaN gets whatever its bits make): torchao's f32_to_f4_unpacked, op for op. amp/mx.cpp holds
-// the same conversion privately; mx.h has no public entry for unscaled values.
-torch::Tensor f32_to_e2m1_codes(const torch::Tensor& x) {
-  constexpr int kEbits = 2, kMbits = 1, kExpBias = 1;
-  constexpr double kMinNormal = 1.0;
-  constexpr int kMagicAdder = (1 << (kF32MantissaBits - kMbits - 1)) - 1;
-  // Adding 2^22 to a magnitude below 1 rounds it to a multiple of 0.5 in the mantissa's low bits: the
-  // subnormal codes 0, 1 and the smallest normal 2.
-  constexpr int32_t kDenormExp = (kF32ExponentBias - kExpBias) + (kF32MantissaBits - kMbits) + 1;
-  constexpr int32_t kDenormMaskInt = kDenormExp << kF32MantissaBits;
-  constexpr double kDenormMaskFloat = 4194304.0;  // kDenormMaskInt read as fp32: 2^22
-  const torch::Tensor bits = x.view(torch::kInt);
-  const torch::Tensor sign = bits.bitwise_and(std::numeric_limits<int32_t>::min());
-  const torch::Tensor mag = bits.bitwise_xor(sign).view(torch::kFloat);
-  const torch::Tensor saturate = mag.ge(kE2m1Max);
-  const torch::Tensor denormal = saturate.logical_not().logical_and(mag.lt(kMinNormal));
-  const torch::Tensor normal = saturate.logical_or(denormal).logical_not();
-  const torch::Tensor denormal_x =
-      (mag + kDenormMaskFloat).view(torch::kInt).sub(kDenormMaskInt).to(torch::kByte);
-  const torch::Tensor mag_bits = mag.view(torch::kInt);
-  const torch::Tensor mant_odd = mag_bits.bitwise_right_shift(kF32MantissaBits - kMbits).bitwise_and(1);
-  const int32_t val_to_add = ((kExpBias - kF32ExponentBias) << kF32MantissaBits) + kMagicAdder;
-  const torch::Tensor normal_x =
-      (mag_bits + val_to_add + mant_odd).bitwise_right_shift(kF32MantissaBits - kMbits).to(torch::kByte);
-  constexpr int64_t kMaxCode = (1 << (kEbits + kMbits)) - 1;
-  torch::Tensor codes = torch::full_like(mag, kMaxCode, torch::kByte);
-  codes = torch::where(denormal, denormal_x, codes);
-  codes = torch::where(normal, normal_x, codes);
-  constexpr int kSignShift = kF32MantissaBits + 8 - kMbits - kEbits;
-  const torch::Tensor sign_code =
-      sign.bitwise_right_shift(kSignShift).to(torch::kByte).bitwise_and(1 << (kEbits + kMbits));
-  return codes.bitwise_or(sign_code);
 }
 
 // The value of an E2M1 magnitude code 0-7 (int64), in fp32, computed (no table to copy to the device):
@@ -94,17 +61,6 @@ torch::Tensor e2m1_codes_stochastic(const torch::Tensor& v, const at::Generator&
   const torch::Tensor chosen = torch::where(up, hi_code, lo_code).to(torch::kByte);
   // A NaN compares false everywhere: it keeps its nearest code.
   return torch::where(torch::isnan(v), nearest, chosen.bitwise_or(sign));
-}
-
-// Two E2M1 codes a byte, the even-indexed one low (torchao's pack_uint4).
-torch::Tensor pack_nibbles(const torch::Tensor& codes) {
-  std::vector<int64_t> shape = codes.sizes().vec();
-  shape.back() /= 2;
-  const torch::Tensor flat = codes.contiguous().view({-1});
-  const int64_t n = flat.numel();
-  const torch::Tensor low = flat.slice(/*dim=*/0, /*start=*/0, /*end=*/n, /*step=*/2);
-  const torch::Tensor high = flat.slice(/*dim=*/0, /*start=*/1, /*end=*/n, /*step=*/2);
-  return low.bitwise_or(high.bitwise_left_shift(4)).view(shape);
 }
 
 void check_per_tensor_scale(const char* fn, const torch::Tensor& g) {

@@ -22,6 +22,7 @@ os.environ["TORCHDYNAMO_DISABLE"] = "1"  # before torch is imported
 import torch  # noqa: E402
 
 import trace_args  # noqa: E402
+from bit_patterns import bits  # noqa: E402
 
 try:
     import torchao
@@ -38,12 +39,6 @@ ADAMW_STEPS = 30
 ADAMW_SEED = 5
 SHAPES = [(48, 32), (32,)]
 DRIFT_N, DRIFT_STEPS, DRIFT_LR, DRIFT_SEED = 4096, 40, 1e-4, 1234
-
-
-def bits(t):
-    """The bit patterns of a float32 or bf16 tensor, as integers."""
-    view = torch.int32 if t.dtype == torch.float32 else torch.int16
-    return t.detach().cpu().contiguous().view(view).flatten().tolist()
 
 
 def sr_cases(device):

@@ -15,6 +15,7 @@ import sys
 import torch
 
 import trace_args
+from bit_patterns import bits, blocks_with_amax
 
 try:
     import torchao
@@ -29,21 +30,6 @@ MODES = {"floor": ScaleCalculationMode.FLOOR, "ceil": ScaleCalculationMode.CEIL,
          "even": ScaleCalculationMode.EVEN, "rceil": ScaleCalculationMode.RCEIL}
 SEED = 2026
 INF, NAN = float("inf"), float("nan")
-
-
-def bits(t):
-    """The bit patterns of a tensor as integers: fp32 as int32, bf16 as int16, one-byte types as uint8."""
-    t = t.detach().cpu().contiguous()
-    view = {4: torch.int32, 2: torch.int16, 1: torch.uint8}[t.element_size()]
-    return t.view(view).flatten().tolist()
-
-
-def blocks_with_amax(amaxes, block_size=32):
-    """One block per value: 0.1 everywhere, the value (and its negative) at two positions."""
-    x = torch.full((len(amaxes), block_size), 0.1)
-    x[:, 3] = torch.tensor(amaxes)
-    x[:, 7] = -torch.tensor(amaxes) / 3
-    return x
 
 
 def inputs():
@@ -77,7 +63,7 @@ def inputs():
         ("normal", torch.randn(4, 128, generator=g) * 3, [8, 16, 32, 64]),
         ("normal 3d", torch.randn(2, 3, 64, generator=g), [32]),
         ("outlier", outlier, [16, 32]),
-        ("edges", blocks_with_amax(edges), [16, 32]),
+        ("edges", blocks_with_amax(edges, 32), [16, 32]),
         ("zeros", zeros, [16, 32]),
         ("subnormal", subnormal, [16, 32]),
         ("near fp32 max", big, [16, 32]),

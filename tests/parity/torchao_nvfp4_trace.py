@@ -16,6 +16,7 @@ import sys
 import torch
 
 import trace_args
+from bit_patterns import bits, blocks_with_amax
 
 try:
     import torchao
@@ -26,21 +27,6 @@ except ImportError as e:
 
 SEED = 2027
 INF, NAN = float("inf"), float("nan")
-
-
-def bits(t):
-    """The bit patterns of a tensor as integers: fp32 as int32, bf16 as int16, one-byte types as uint8."""
-    t = t.detach().cpu().contiguous()
-    view = {4: torch.int32, 2: torch.int16, 1: torch.uint8}[t.element_size()]
-    return t.view(view).flatten().tolist()
-
-
-def blocks_with_amax(amaxes):
-    """One block of 16 per value: 0.1 everywhere, the value (and minus a third of it) at two positions."""
-    x = torch.full((len(amaxes), 16), 0.1)
-    x[:, 3] = torch.tensor(amaxes)
-    x[:, 7] = -torch.tensor(amaxes) / 3
-    return x
 
 
 def inputs():
@@ -72,7 +58,7 @@ def inputs():
         ("normal", torch.randn(4, 128, generator=g) * 3),
         ("normal 3d", torch.randn(2, 3, 64, generator=g)),
         ("outlier", outlier),
-        ("edges", blocks_with_amax(edges)),
+        ("edges", blocks_with_amax(edges, 16)),
         ("zeros", zeros),
         ("subnormal", subnormal),
         ("near fp32 max", big),
