@@ -61,11 +61,14 @@ function(amp_lab_add_lab name)
   if(arg_CORE)
     set(framework amp_lab::lab_core)
   endif()
+  # A lab's judge (judge.cpp: what exists only to judge a learner's code) is part of its lab object. Found by a
+  # CONFIGURE_DEPENDS glob, not EXISTS: a build folder configured before the lab had one reconfigures when
+  # it appears, where EXISTS left lab.cpp's calls into it unresolved at the link.
+  file(GLOB judge CONFIGURE_DEPENDS ${dir}/judge.cpp)
   foreach(part lab amp)
     add_library(lab_${name}_${part} OBJECT ${dir}/${part}.cpp)
-    # A lab's judge (judge.cpp: what exists only to judge a learner's code) is part of its lab object.
-    if(part STREQUAL "lab" AND EXISTS ${dir}/judge.cpp)
-      target_sources(lab_${name}_lab PRIVATE ${dir}/judge.cpp)
+    if(part STREQUAL "lab" AND judge)
+      target_sources(lab_${name}_lab PRIVATE ${judge})
     endif()
     target_link_libraries(lab_${name}_${part} PUBLIC ${framework})
     amp_lab_warnings(lab_${name}_${part})

@@ -400,6 +400,15 @@ def check_lists(root, docs, found, code):
         covered = any(a <= t <= b for a, b in ranges) and t.startswith("lab")
         if not covered:
             found.add("TESTING.md", f"does not name tests/{t}")
+    # README's quiz row lists the tracks `--track` takes: every track of quiz.yaml, each once (frontier was
+    # once missing there).
+    quiz = read(os.path.join(root, "quiz.yaml"))
+    tracks = re.findall(r"^  - id: ([\w-]+)$", quiz.split("\nquestions:", 1)[0], re.MULTILINE)
+    listed = re.search(r"--track ([\w-]+(?:\\\|[\w-]+)+)", docs.get("README.md", ""))
+    named = listed.group(1).replace("\\", "").split("|") if listed else []
+    for track in tracks:
+        if track not in named:
+            found.add("README.md", f"the --track list leaves out the track {track} of quiz.yaml")
     for doc, text in docs.items():
         for title, body in sections(text):
             if re.search(r"\b(each|every) lab\b", title, re.IGNORECASE):

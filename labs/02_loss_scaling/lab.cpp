@@ -12,7 +12,8 @@
 //   3. (after the answer) starts a GradScaler far too high: it overflows, skips exactly those steps,
 //      backs off, and grows again after growth_interval clean steps.
 // fp16 always (--dtype does not apply): loss scaling is an fp16 matter; lab 07 shows why bf16 needs none.
-// CPU and CUDA run the same code; fp16 subnormals behave the same on both.
+// CPU and CUDA run the same code; fp16 subnormals behave the same on both. The lab's own steps its checks
+// hold train_step to (the fp32 step, the overflow verdict) are in judge.cpp.
 //
 // Run:  build/bin/lab02_loss_scaling [--device cpu|cuda] [--quick] [--seed N] [--json]
 // --flip: the MSE is summed over the 2048 outputs, not averaged: every gradient is 2^11 times larger and
@@ -29,6 +30,7 @@
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "judge.h"
 #include "lab/charts.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
@@ -80,33 +82,8 @@ struct Run {
   int64_t skipped() const { return static_cast<int64_t>(std::count(stepped.begin(), stepped.end(), false)); }
 };
 
-// Whether the loss times `scale`, back-propagated under fp16 autocast from these weights, gives an inf or
-// NaN gradient: the lab's own verdict on a step, on a copy of the model, so it depends neither on the
-// scaler nor on the .grad the learner's step leaves behind (a step that calls zero_grad() after stepping
-// leaves none, and is right).
-bool overflows(const torch::nn::Sequential& model, const uf::Problem& p, torch::nn::MSELoss& mse,
-               double scale) {
-  torch::nn::Sequential copy = uf::copy_of(model);
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(p.x.device(), torch::kHalf);
-    loss = mse(copy->forward(p.x), p.y);
-  }
-  (loss * scale).backward();
-  return !uf::grads_finite(copy);
-}
-
-// The lab's own fp32 step, the reference the checks compare with. Not train_step in fp32: a mistake made
-// in every precision (an optimizer stepped twice, a gradient left over) would then be in the reference too.
-void fp32_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, torch::nn::MSELoss& mse,
-               const uf::Problem& p) {
-  opt.zero_grad();
-  mse(model->forward(p.x), p.y).backward();
-  opt.step();
-}
-
-// `steps` Adam steps from the problem's student: the lab's own fp32 step when `dtype` is kFloat, else the
-// learner's train_step in fp16 with a scaler of `scaling` (disabled: no scaling).
+// `steps` Adam steps from the problem's student: the lab's own fp32 step (judge.cpp) when `dtype` is
+// kFloat, else the learner's train_step in fp16 with a scaler of `scaling` (disabled: no scaling).
 Run train(const uf::Problem& p, torch::nn::MSELoss& mse, torch::ScalarType dtype,
           const amp::GradScalerOptions& scaling, int64_t steps) {
   torch::nn::Sequential model = uf::copy_of(p.student);
@@ -118,12 +95,12 @@ Run train(const uf::Problem& p, torch::nn::MSELoss& mse, torch::ScalarType dtype
     std::vector<torch::Tensor> before;
     for (const auto& w : model->parameters()) before.push_back(w.detach().clone());
     if (dtype == torch::kFloat) {
-      fp32_step(model, opt, mse, p);
+      judge::fp32_step(model, opt, mse, p);
       run.stepped.push_back(true);
       run.overflowed.push_back(false);
     } else {
       // Disabled, the scaler skips nothing and there is no scale to overflow: the check is not needed.
-      run.overflowed.push_back(scaling.enabled && overflows(model, p, mse, run.scale.back()));
+      run.overflowed.push_back(scaling.enabled && judge::overflows(model, p, mse, run.scale.back()));
       run.stepped.push_back(train_step(model, opt, scaler, mse, dtype, p.x, p.y));
     }
     bool moved = false;

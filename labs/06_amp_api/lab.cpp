@@ -6,10 +6,10 @@
 // fp32 and bf16 every scaler call passes through. The lab trains one seeded MLP with that step in all
 // three precisions, checkpoints model, optimizer and scaler halfway, resumes fresh objects from the file
 // and compares them with the uninterrupted run bit for bit. Every loss is compared with the lab's own fp32
-// step (lab_step), never with train_step in fp32. The MLP's last module records the dtype the logits came
-// out in (what autocast did); the lab's own backward says which fp16 steps overflowed; and one step on a
-// batch whose gradients are below fp16's range (the right class ahead by 14 nats) shows a scale is needed:
-// on this MLP's ordinary batches fp16 without a scaler matches fp32 to 0.01%.
+// step (lab_step, in judge.cpp), never with train_step in fp32. The MLP's last module records the dtype the
+// logits came out in (what autocast did); the lab's own backward says which fp16 steps overflowed; and one
+// step on a batch whose gradients are below fp16's range (the right class ahead by 14 nats) shows a scale is
+// needed: on this MLP's ordinary batches fp16 without a scaler matches fp32 to 0.01%.
 //
 // Run:  build/bin/lab06_amp_api [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (all three precisions run, so the lab refuses --dtype; on CUDA, bf16 where the GPU supports it)
@@ -30,6 +30,7 @@
 #include "amp/autocast.h"
 #include "amp/device_caps.h"
 #include "amp/grad_scaler.h"
+#include "judge.h"
 #include "lab/charts.h"
 #include "lab/libtorch.h"
 #include "lab/measure.h"
@@ -183,58 +184,7 @@ bool weights_moved(const std::vector<torch::Tensor>& before, const torch::nn::Se
   return false;
 }
 
-// ---- the lab's own step: every comparison a check makes is with it, never with train_step in another
-// precision (a mistake made in every precision would be in the reference too) ----
-
-// Backward from the loss times `scale`, under autocast in `dtype` (kFloat: none), the gradients divided by
-// the scale again in fp32. False when a gradient is inf/NaN.
-bool backward_unscaled(torch::nn::Sequential& model, torch::ScalarType dtype, double scale,
-                       const torch::Tensor& x, const torch::Tensor& y) {
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), dtype, /*enabled=*/dtype != torch::kFloat);
-    loss = F::cross_entropy(model->forward(x), y);
-  }
-  (loss * scale).backward();
-  torch::NoGradGuard no_grad;
-  bool finite = true;
-  for (auto& w : model->parameters()) {
-    w.grad().div_(scale);
-    finite = finite && torch::isfinite(w.grad()).all().item<bool>();
-  }
-  return finite;
-}
-
-// The lab's step: backward_unscaled, clipped to kClipNorm, AdamW; skipped on an inf/NaN gradient. Returns
-// the gradients' 2-norm before the clip (NaN when skipped).
-double lab_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, torch::ScalarType dtype,
-                double scale, const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  if (!backward_unscaled(model, dtype, scale, x, y)) return std::nan("");
-  const double norm = torch::nn::utils::clip_grad_norm_(model->parameters(), kClipNorm);
-  opt.step();
-  return norm;
-}
-
-// Whether fp16's gradients overflow at `scale` from these weights: the lab's own verdict on a step, from
-// autograd::grad (the .grad the learner's step uses untouched) and the Linears alone (the dtype recorder,
-// which reads the learner's forward, left out), so it depends neither on the scaler nor on the learner.
-bool overflows(const torch::nn::Sequential& model, double scale, const torch::Tensor& x,
-               const torch::Tensor& y) {
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), torch::kHalf);
-    torch::nn::Sequential shared = model;  // the same modules, not a copy
-    torch::Tensor h = x;
-    for (auto it = shared->begin(); it != shared->begin() + static_cast<std::ptrdiff_t>(kLogitsDtype); ++it)
-      h = it->forward(h);
-    loss = F::cross_entropy(h, y);
-  }
-  bool finite = true;
-  for (const auto& g : torch::autograd::grad({loss * scale}, model->parameters()))
-    finite = finite && torch::isfinite(g).all().item<bool>();
-  return !finite;
-}
+// ---- the lab's own step (judge.cpp's lab_step) and its runs ----
 
 // The lab's fp32 run from `start`: every step, or all but those `skip` marks. `norms`, if given, receives
 // each step's gradient 2-norm before the clip.
@@ -244,7 +194,7 @@ double reference_run(const torch::nn::Sequential& start, const Data& d, int64_t 
   auto opt = make_opt(f);
   for (int64_t s = 0; s < steps; ++s) {
     if (skip && (*skip)[static_cast<size_t>(s)]) continue;
-    const double norm = lab_step(f, opt, torch::kFloat, 1.0, d.batch_x(s), d.batch_y(s));
+    const double norm = judge::lab_step(f, opt, torch::kFloat, 1.0, d.batch_x(s), d.batch_y(s));
     if (norms) norms->push_back(norm);
   }
   return loss64(f, d);
@@ -297,7 +247,8 @@ int train(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradS
   int skipped = 0;
   for (int64_t s = from; s < to; ++s) {
     const auto before = weights_of(model);
-    const bool overflowed = record && overflows(model, scaler.get_scale(), d.batch_x(s), d.batch_y(s));
+    const bool overflowed =
+        record && judge::overflows(model, kLogitsDtype, scaler.get_scale(), d.batch_x(s), d.batch_y(s));
     const bool stepped = train_step(model, opt, scaler, dtype, d.batch_x(s), d.batch_y(s));
     const bool moved = weights_moved(before, model);
     skipped += !moved;
@@ -406,12 +357,12 @@ Result measure(const lab::Context& ctx) {
   m.initial_loss = loss64(start, d);
   const Probe probe = make_probe(start, d);
   const auto probe_ref = probe_update(probe, [&](torch::nn::Sequential& model, torch::optim::Optimizer& opt) {
-    lab_step(model, opt, torch::kFloat, 1.0, probe.x, probe.y);
+    judge::lab_step(model, opt, torch::kFloat, 1.0, probe.x, probe.y);
   });
   m.probe_off_unscaled =
       off_share(probe_update(probe,
                              [&](torch::nn::Sequential& model, torch::optim::Optimizer& opt) {
-                               lab_step(model, opt, torch::kHalf, 1.0, probe.x, probe.y);
+                               judge::lab_step(model, opt, torch::kHalf, 1.0, probe.x, probe.y);
                              }),
                 probe_ref);
   m.fp16_scaler_enabled = make_scaler(ctx.device, torch::kHalf).is_enabled();

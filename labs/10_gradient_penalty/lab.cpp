@@ -4,12 +4,12 @@
 // The penalty is the L2 norm of the loss's gradients with respect to the weights, added to the loss.
 // torch::autograd::grad of the *scaled* loss returns scaled gradients, so the recipe multiplies them by
 // 1/scale, computes the penalty with autocast on, then scales loss + penalty for backward. The lab computes
-// the penalty at step 0 from the same weights and batch with its own plain step (reference_step, below) in
-// float64 and fp32, and with penalty_step (amp.cpp) under fp16 autocast and in fp32, compares the update
+// the penalty at step 0 from the same weights and batch with its own plain step (reference_step, judge.cpp)
+// in float64 and fp32, and with penalty_step (amp.cpp) under fp16 autocast and in fp32, compares the update
 // each step makes (the gradients the optimizer received) with the lab's float64 one, tries the question's
 // other answers (update() before the penalty, a cast to fp16), runs one step at a scale that overflows fp16
 // (it must be skipped), one step on a batch whose gradients fp16 loses without a scale (output layer and
-// targets times 1e-4), then trains with the penalty in each.
+// targets times 1e-4; these two crafted steps are judge.cpp's), then trains with the penalty in each.
 //
 // Run:  build/bin/lab10_gradient_penalty [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16: the type a GradScaler exists for; the lab refuses --dtype)
@@ -27,6 +27,7 @@
 #include "amp.h"
 #include "amp/autocast.h"
 #include "amp/grad_scaler.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
@@ -37,45 +38,24 @@ namespace {
 constexpr int64_t kIn = 16, kHidden = 32, kOut = 4;  // a two-layer tanh MLP regressor, its teacher alike
 constexpr int64_t kBatch = 64;                       // one fixed batch
 constexpr double kLr = 0.02;                         // SGD learning rate
-constexpr double kInitScale = 1024;   // 2^10: step 0 does not overflow, so its penalty can be compared
-constexpr double kPenaltyTol = 0.01;  // the fp16-autocast run's penalty within 1% of float64's
-constexpr double kGradTol = 0.01;     // the optimizer's gradients within 1% (relative norm) of float64's
-constexpr double kTrainTol = 0.05;    // fp16 final loss within 5% of fp32's
-constexpr double kOverflowScale =
-    1e30;                             // a scale at which fp16's backward overflows: the step must be skipped
-constexpr double kTinyFactor = 3e-5;  // the small-gradient batch: the output layer times 3e-5 (outputs ~2e-5)
-constexpr double kTinyResidual = 1e-6;  // ... and targets that far from its float64 outputs: dL/dy ~ 8e-9
-constexpr double kTinyScale = 16384;    // 2^14: dL/dy x scale in fp16's normal range, the penalty's
-                                        // backward (about scale x 1) well below fp16's max
-constexpr double kTinyTol = 0.10;       // its penalty within 10% of float64's (outputs rounded in fp16)
-constexpr double kTinyLostMin = 0.50;   // unscaled, the lab's own fp16 penalty is off by 50% or more
+constexpr double kInitScale = 1024;    // 2^10: step 0 does not overflow, so its penalty can be compared
+constexpr double kPenaltyTol = 0.01;   // the fp16-autocast run's penalty within 1% of float64's
+constexpr double kGradTol = 0.01;      // the optimizer's gradients within 1% (relative norm) of float64's
+constexpr double kTrainTol = 0.05;     // fp16 final loss within 5% of fp32's
+constexpr double kTinyTol = 0.10;      // its penalty within 10% of float64's (outputs rounded in fp16)
+constexpr double kTinyLostMin = 0.50;  // unscaled, the lab's own fp16 penalty is off by 50% or more
 
 using namespace lab10;
+// The problem and the measures the judge (judge.cpp) shares, and the sizes of its crafted steps.
+using judge::kOverflowScale, judge::kTinyFactor, judge::kTinyResidual, judge::kTinyScale;
+using judge::Setup, judge::copy_of, judge::flat, judge::norm_of;
 
-// ---- The reference: the lab's own step ---------------------------------------------------------------
-
-// One plain SGD step on loss + penalty, no autocast, no scaler: written here, not taken from amp.cpp, so that
-// a mistake penalty_step makes in every precision (create_graph left out, the norm squared) still shows.
-// Every comparison is against this step in float64 (fp32 for training). `with_penalty` false: the loss
-// alone, for the update a penalty that never reaches .grad leaves.
-Step reference_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, bool with_penalty,
-                    const torch::Tensor& x, const torch::Tensor& y) {
-  opt.zero_grad();
-  const torch::Tensor loss = torch::mse_loss(model->forward(x), y);
-  const auto grads = torch::autograd::grad({loss}, model->parameters(), /*grad_outputs=*/{},
-                                           /*retain_graph=*/true, /*create_graph=*/true);
-  torch::Tensor sum_sq = torch::zeros({}, loss.options());
-  for (const auto& g : grads) sum_sq = sum_sq + g.pow(2).sum();
-  const torch::Tensor penalty = sum_sq.sqrt();
-  (with_penalty ? loss + penalty : loss).backward();
-  opt.step();
-  return {loss.item<double>(), penalty.item<double>(), true};
-}
+// ---- The reference: the lab's own step (judge.cpp) -----------------------------------------------------
 
 // reference_step as a Run's step (the scaler, disabled, and autocast, off, are not used).
 Step lab_step(torch::nn::Sequential& model, torch::optim::Optimizer& opt, amp::GradScaler&, bool,
               const torch::Tensor& x, const torch::Tensor& y) {
-  return reference_step(model, opt, /*with_penalty=*/true, x, y);
+  return judge::reference_step(model, opt, /*with_penalty=*/true, x, y);
 }
 
 // ---- --flip ----------------------------------------------------------------------------------------------
@@ -126,11 +106,9 @@ struct Run {
 struct Result {
   lab::Context ctx;
   int64_t steps = 0;
-  std::vector<Run> runs;           // float64 and fp32 (the lab's step), fp32 and fp16 (penalty_step)
-  torch::Tensor loss_only_update;  // float64, step 0: the update of the loss alone, no penalty
-  // penalty_step at a scale that overflows fp16 (kOverflowScale), one step: its flag, whether the weights
-  // moved, whether they are finite
-  bool overflow_stepped = true, overflow_moved = true, overflow_finite = false;
+  std::vector<Run> runs;            // float64 and fp32 (the lab's step), fp32 and fp16 (penalty_step)
+  torch::Tensor loss_only_update;   // float64, step 0: the update of the loss alone, no penalty
+  judge::OverflowStep overflow;     // penalty_step at a scale that overflows fp16, one step (judge.cpp)
   double returned_penalty = 0;      // fp16: the norm of the gradients as autograd::grad returned them
   double fp16_cast_penalty = 0;     // ... cast to fp16 and squared there
   std::string update_error;         // update() right after autograd::grad
@@ -139,34 +117,8 @@ struct Result {
   // The dtypes the recipe's penalty is computed in under fp16 autocast: autograd::grad's gradients are the
   // fp32 weights' dtype, and pow, sum and sqrt are on no list that casts to fp16, so its arithmetic is fp32.
   torch::ScalarType grad_dtype = torch::kFloat, penalty_dtype = torch::kFloat;
-  // One step on the small-gradient batch (kTinyFactor), at scale kTinyScale: the fp16 step's penalty and
-  // update against the lab's float64 step, and the penalty of the unscaled loss's fp16 gradients (the lab's).
-  double tiny_ratio = 0, tiny_grad_err = 0, tiny_unscaled_ratio = 0, tiny_zeroed = 0;
-  bool tiny_stepped = false;
+  judge::TinyStep tiny;  // one step on the small-gradient batch against the lab's float64 step (judge.cpp)
 };
-
-struct Setup {
-  torch::nn::Sequential start;
-  torch::Tensor x, y;
-};
-
-torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype = torch::kFloat) {
-  auto c = torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
-  c->to(dtype);
-  return c;
-}
-
-torch::Tensor flat(const torch::nn::Sequential& m) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& p : m->parameters()) parts.push_back(p.detach().to(torch::kDouble).flatten());
-  return torch::cat(parts);
-}
-
-double norm_of(const std::vector<torch::Tensor>& grads, torch::ScalarType dtype) {
-  torch::Tensor sum_sq = torch::zeros({}, torch::TensorOptions().dtype(dtype));
-  for (const auto& g : grads) sum_sq = sum_sq + g.detach().to(dtype).pow(2).sum();
-  return sum_sq.sqrt().item<double>();
-}
 
 void train(const Setup& s, int64_t steps, Run& run) {
   torch::nn::Sequential m = copy_of(s.start, run.dtype);
@@ -189,84 +141,6 @@ void train(const Setup& s, int64_t steps, Run& run) {
   run.final_scale = scaler.get_scale();
   torch::NoGradGuard no_grad;
   run.final_loss = torch::mse_loss(m->forward(x), y).item<double>();
-}
-
-// The float64 update of step 0 from the loss alone: what a penalty that never reaches .grad leaves.
-torch::Tensor loss_only_update(const Setup& s) {
-  torch::nn::Sequential m = copy_of(s.start, torch::kDouble);
-  torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
-  const torch::Tensor before = flat(m);
-  reference_step(m, opt, /*with_penalty=*/false, s.x.to(torch::kDouble), s.y.to(torch::kDouble));
-  return flat(m) - before;
-}
-
-// One fp16 step at a scale whose scaled gradients overflow fp16: the scaler must skip it, the weights stay
-// as they were and the step says it did not step.
-void overflow_step(const Setup& s, const Run& fp16, Result& r) {
-  torch::nn::Sequential m = copy_of(s.start);
-  torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
-  amp::GradScaler scaler(s.x.device(), {.init_scale = kOverflowScale});
-  const torch::Tensor before = flat(m);
-  r.overflow_stepped = fp16.step(m, opt, scaler, /*autocast=*/true, s.x, s.y).stepped;
-  const torch::Tensor after = flat(m);
-  r.overflow_moved = !after.equal(before);
-  r.overflow_finite = after.isfinite().all().item<bool>();
-}
-
-// The small-gradient batch: the output layer's weights and bias multiplied by kTinyFactor, and targets
-// kTinyResidual (times a normal draw) from the model's own float64 outputs, so that dL/d(output), 2 x
-// residual / 256 outputs, and every gradient behind it lie below half fp16's smallest subnormal unscaled: a
-// penalty step that leaves the scale out (autograd::grad of the loss itself) loses them all, one that scales
-// keeps them. The outputs (~1e-4) stay in fp16's normal range, their rounding ~5% of the residual.
-Setup tiny_setup(const Setup& s) {
-  Setup t{.start = copy_of(s.start), .x = s.x};
-  torch::NoGradGuard no_grad;
-  auto last = t.start->children().back()->parameters();  // the output Linear: weight, bias
-  for (auto& p : last) p.mul_(kTinyFactor);
-  const torch::Tensor out64 = copy_of(t.start, torch::kDouble)->forward(s.x.to(torch::kDouble));
-  t.y = (out64 + kTinyResidual * torch::randn_like(out64)).to(torch::kFloat);
-  return t;
-}
-
-// The lab's own fp16 penalty of the unscaled loss (autograd::grad of the loss, no scale): what is left of
-// the small gradients without a scale. Also returns the share of the weights' gradients that were zero.
-std::pair<double, double> unscaled_fp16_penalty(const Setup& t) {
-  torch::nn::Sequential m = copy_of(t.start);
-  torch::Tensor loss;
-  {
-    amp::Autocast ac(t.x.device(), torch::kHalf);
-    loss = torch::mse_loss(m->forward(t.x), t.y);
-  }
-  const auto grads = torch::autograd::grad({loss}, m->parameters());
-  int64_t zero = 0, all = 0;
-  for (const auto& g : grads) {
-    zero += (g == 0).sum().item<int64_t>();
-    all += g.numel();
-  }
-  return {norm_of(grads, torch::kDouble), static_cast<double>(zero) / static_cast<double>(all)};
-}
-
-// One step of `fp16` (penalty_step) on the small-gradient batch at kTinyScale, and the lab's float64 step.
-void tiny_step(const Setup& s, const Run& fp16, Result& r) {
-  const Setup t = tiny_setup(s);
-  torch::nn::Sequential ref = copy_of(t.start, torch::kDouble);
-  torch::optim::SGD ref_opt(ref->parameters(), torch::optim::SGDOptions(kLr));
-  const torch::Tensor start = flat(ref);
-  const Step want =
-      reference_step(ref, ref_opt, /*with_penalty=*/true, t.x.to(torch::kDouble), t.y.to(torch::kDouble));
-  const torch::Tensor want_update = flat(ref) - start;
-
-  torch::nn::Sequential m = copy_of(t.start);
-  torch::optim::SGD opt(m->parameters(), torch::optim::SGDOptions(kLr));
-  amp::GradScaler scaler(t.x.device(), {.init_scale = kTinyScale});
-  const Step got = fp16.step(m, opt, scaler, /*autocast=*/true, t.x, t.y);
-  const torch::Tensor update = flat(m) - start;
-  r.tiny_stepped = got.stepped;
-  r.tiny_ratio = got.penalty / want.penalty;
-  r.tiny_grad_err = ((update - want_update).norm() / want_update.norm()).item<double>();
-  const auto [unscaled, zeroed] = unscaled_fp16_penalty(t);
-  r.tiny_unscaled_ratio = unscaled / want.penalty;
-  r.tiny_zeroed = zeroed;
 }
 
 // The question's other answers at step 0, fp16: the gradients as autograd::grad returns them, an update()
@@ -321,9 +195,9 @@ Result measure(const lab::Context& ctx) {
              .step = ctx.flip ? penalty_step_scaled_grads : penalty_step},
             {.name = "fp32, penalty_step", .dtype = torch::kFloat}};
   for (Run& run : r.runs) train(s, r.steps, run);
-  r.loss_only_update = loss_only_update(s);
-  overflow_step(s, r.runs[2], r);
-  tiny_step(s, r.runs[2], r);
+  r.loss_only_update = judge::loss_only_update(s, kLr);
+  r.overflow = judge::overflow_step(s, r.runs[2].step, kLr);
+  r.tiny = judge::tiny_step(s, r.runs[2].step, kLr);
   other_answers(s, r);
   return r;
 }
@@ -419,7 +293,7 @@ void report_training(const Result& m, lab::Report& r) {
   r.observe("flags_wrong", "penalty_step's returned flags the weights contradict (fp16 and fp32 training)",
             f16.flags_wrong + mine32.flags_wrong);
   r.observe("overflow_finite", "at an fp16-overflowing scale: the weights after the step finite (1 = yes)",
-            m.overflow_finite, "", m.overflow_finite ? "yes" : "no");
+            m.overflow.finite, "", m.overflow.finite ? "yes" : "no");
 }
 
 void report_other_answers(const Result& m, lab::Report& r) {
@@ -448,14 +322,14 @@ void report_tiny(const Result& m, lab::Report& r) {
                   kTinyFactor, kTinyResidual));
   r.observe("tiny_unscaled_ratio",
             "fp16, autograd::grad of the unscaled loss (the lab's): penalty / float64's",
-            finite_or_minus1(m.tiny_unscaled_ratio), "x", ratio_text(m.tiny_unscaled_ratio));
+            finite_or_minus1(m.tiny.unscaled_ratio), "x", ratio_text(m.tiny.unscaled_ratio));
   r.observe("tiny_unscaled_zeroed", "... the weights' gradients that came out exactly zero",
-            100 * m.tiny_zeroed, "%");
+            100 * m.tiny.zeroed, "%");
   r.observe("tiny_penalty_ratio",
             fmt::format("penalty_step at scale {}: penalty / float64's", lab::num(kTinyScale)),
-            finite_or_minus1(m.tiny_ratio), "x", ratio_text(m.tiny_ratio));
+            finite_or_minus1(m.tiny.ratio), "x", ratio_text(m.tiny.ratio));
   r.observe("tiny_grad_error", "... its update vs float64's (relative; not checked: fp16 rounds the outputs)",
-            finite_or_minus1(m.tiny_grad_err), "", m.tiny_stepped ? lab::sci(m.tiny_grad_err) : "skipped");
+            finite_or_minus1(m.tiny.grad_err), "", m.tiny.stepped ? lab::sci(m.tiny.grad_err) : "skipped");
 }
 
 void add_checks(const Result& m, lab::Report& r) {
@@ -495,7 +369,7 @@ void add_checks(const Result& m, lab::Report& r) {
   // Fails on a step taken past the scaler's skip (unscale_ then opt.step(): the weights go inf/NaN) and on a
   // returned flag that is not what the step did (here, or in any training step). A skip is one only where the
   // other steps train: a penalty_step that never steps fails too.
-  const int flags_wrong = f16.flags_wrong + mine32.flags_wrong + (m.overflow_stepped != m.overflow_moved);
+  const int flags_wrong = f16.flags_wrong + mine32.flags_wrong + (m.overflow.stepped != m.overflow.moved);
   // Trained: within 25% of fp32's final loss (a correct step: 1.0000x at seeds 0-2, quick; a step that never
   // steps 1.54-1.57x, where its last batch's loss can still be below its first).
   const bool f16_trained = f16.final_loss <= 1.25 * f32.final_loss;
@@ -503,18 +377,18 @@ void add_checks(const Result& m, lab::Report& r) {
           fmt::format("at a scale of {} fp16's gradients overflow and the step is skipped, while the other "
                       "steps train; every returned flag says what the step did",
                       lab::sci(kOverflowScale, 0)),
-          !m.overflow_moved && !m.overflow_stepped && flags_wrong == 0 && f16_trained,
+          !m.overflow.moved && !m.overflow.stepped && flags_wrong == 0 && f16_trained,
           fmt::format("at {}: weights {}, stepped {}; {} returned flag(s) the weights contradict; fp16 "
                       "training {}",
                       lab::sci(kOverflowScale, 0),
-                      !m.overflow_moved   ? "unchanged"
-                      : m.overflow_finite ? "moved"
+                      !m.overflow.moved   ? "unchanged"
+                      : m.overflow.finite ? "moved"
                                           : "moved to inf/NaN",
-                      m.overflow_stepped ? "true" : "false", flags_wrong,
+                      m.overflow.stepped ? "true" : "false", flags_wrong,
                       f16_trained ? "lowered the loss" : "never lowered the loss"),
-          {{"overflow_moved", m.overflow_moved},
-           {"overflow_finite", m.overflow_finite},
-           {"overflow_stepped", m.overflow_stepped},
+          {{"overflow_moved", m.overflow.moved},
+           {"overflow_finite", m.overflow.finite},
+           {"overflow_stepped", m.overflow.stepped},
            {"flags_wrong", flags_wrong},
            {"fp16_trained", f16_trained}});
 }
@@ -527,12 +401,12 @@ void tiny_check(const Result& m, lab::Report& r) {
   r.check("small-gradients-penalty",
           "on a batch whose gradients fp16 loses unscaled, the penalty of the scaled gradients x 1/scale "
           "matches float64's",
-          m.tiny_stepped && std::abs(m.tiny_ratio - 1) <= kTinyTol &&
-              !(std::abs(m.tiny_unscaled_ratio - 1) < kTinyLostMin),
+          m.tiny.stepped && std::abs(m.tiny.ratio - 1) <= kTinyTol &&
+              !(std::abs(m.tiny.unscaled_ratio - 1) < kTinyLostMin),
           fmt::format("penalty {} float64's (need within {}; {}); unscaled, the lab's fp16 penalty is {} "
                       "float64's (need off by >= {})",
-                      ratio_text(m.tiny_ratio), lab::percent(kTinyTol, 0),
-                      m.tiny_stepped ? "stepped" : "the step was skipped", ratio_text(m.tiny_unscaled_ratio),
+                      ratio_text(m.tiny.ratio), lab::percent(kTinyTol, 0),
+                      m.tiny.stepped ? "stepped" : "the step was skipped", ratio_text(m.tiny.unscaled_ratio),
                       lab::percent(kTinyLostMin, 0)));
 }
 

@@ -10,7 +10,7 @@
 // its weights, beside the flag step_recipe returns), how the scale backed off and grew, the factor between
 // the gradients each optimizer applied and the correctly unscaled ones, how far the applied gradients (the
 // weights' change / lr) are from fp32's, and how far the gradients backward() left are from scale0 x fp32's
-// of loss0 + scale1 x fp32's of loss1 (the lab's own fp32 gradients of each loss).
+// of loss0 + scale1 x fp32's of loss1 (the lab's own fp32 gradients of each loss, in judge.cpp).
 //
 // Run:  build/bin/lab11_multiple_optimizers [--device cpu|cuda] [--quick] [--seed N] [--json]
 //       (fp16: the type a GradScaler exists for; the lab refuses --dtype)
@@ -28,6 +28,7 @@
 
 #include "amp.h"
 #include "amp/grad_scaler.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
@@ -44,6 +45,7 @@ constexpr double kGradTol = 0.02;       // fp16 gradients within 2% (relative no
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using namespace lab11;
+using judge::Grads, judge::rel, judge::worst_of;  // the judge's reference and measures (judge.cpp)
 
 // ---- The other loops the question offers ---------------------------------------------------------------
 
@@ -106,54 +108,12 @@ torch::Tensor flat_weights(const torch::nn::Linear& m) {
   return torch::cat({m->weight.detach().flatten(), m->bias.detach().flatten()}).to(torch::kDouble);
 }
 
-// Relative error; NaN or inf when either side holds one (an inf that reached the weights).
-double rel(const torch::Tensor& a, const torch::Tensor& b) {
-  return ((a - b).norm() / b.norm()).item<double>();
-}
-
-// The larger of two errors, NaN when either is (std::max(worst, NaN) would drop it and report a pass).
-double worst_of(double a, double b) {
-  return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
-}
-
-// fp32 gradients of loss0 and of loss1, each alone, for both models at their current weights (no autocast,
-// no scaler): g[l][k] is loss l's gradient of model k. The lab's reference for backward() and the steps.
-using Grads = std::array<std::array<torch::Tensor, 2>, 2>;
-Grads fp32_grads(const torch::nn::Linear& m0, const torch::nn::Linear& m1, const torch::Tensor& x,
-                 const torch::Tensor& y) {
-  const auto w0 = m0->weight.detach().requires_grad_(), b0 = m0->bias.detach().requires_grad_();
-  const auto w1 = m1->weight.detach().requires_grad_(), b1 = m1->bias.detach().requires_grad_();
-  const auto out0 = torch::addmm(b0, x, w0.t()), out1 = torch::addmm(b1, x, w1.t());
-  const torch::Tensor losses[2] = {torch::mse_loss(2 * out0 + 3 * out1, y),
-                                   torch::mse_loss(3 * out0 - 5 * out1, y)};
-  Grads g;
-  for (int l = 0; l < 2; ++l) {
-    const auto d = torch::autograd::grad({losses[l]}, {w0, b0, w1, b1}, {}, /*retain_graph=*/true);
-    for (int k = 0; k < 2; ++k)
-      g[l][k] = torch::cat({d[2 * k].flatten(), d[2 * k + 1].flatten()}).to(torch::kDouble);
-  }
-  return g;
-}
-
 // The ratio applied / correct over the nonzero entries, when it is one number; NaN when it varies.
 double factor_of(const torch::Tensor& applied, const torch::Tensor& correct) {
   const auto nz = correct != 0;
   const auto ratio = applied.masked_select(nz) / correct.masked_select(nz);
   const double lo = ratio.min().item<double>(), hi = ratio.max().item<double>();
   return lo == hi ? lo : kNaN;
-}
-
-// The gradients backward() left against scale0 x the lab's fp32 gradients of loss0 + scale1 x those of
-// loss1, worst model: catches a loss not scaled, or scaled by the other loss's scaler (seen once the two
-// scalers' scales part). Gradients that overflowed are the skip's to handle (and the other checks'), not a
-// value to compare: 0.
-double backward_error(const torch::Tensor (&scaled)[2], const Grads& g, const double (&scale)[2]) {
-  if (!torch::isfinite(scaled[0]).all().item<bool>() || !torch::isfinite(scaled[1]).all().item<bool>())
-    return 0;
-  double worst = 0;
-  for (int k = 0; k < 2; ++k)
-    worst = worst_of(worst, rel(scaled[k], scale[0] * g[0][k] + scale[1] * g[1][k]));
-  return worst;
 }
 
 // What optimizer k's step did, read from its model's weights (SGD, no momentum: the applied gradient is the
@@ -175,17 +135,6 @@ void record_step(StepRecord& rec, int k, const torch::nn::Linear& m, const torch
   rec.factor[k] = loop == Loop::PerScaler || !m->weight.grad().defined()
                       ? kNaN
                       : factor_of(flat_grads(m), scaled / rec.scale_loss[k]);
-}
-
-// The mantissa bits a gradient reaching a weight carries: 7 when every finite value is a bf16 value, 10 when
-// an fp16 value, else 23 (fp32). Under fp16 autocast the weight's gradient comes out of an fp16 matmul and
-// is cast to fp32 (10); under bf16 autocast out of a bf16 one (7); without autocast it is fp32's own (23).
-// 64 fp16 values that all happen to be bf16 values: about 8^-64.
-int grad_bits(const torch::Tensor& g) {
-  const auto holds = [&](torch::ScalarType t) {
-    return (g.to(t).to(g.scalar_type()).eq(g) | ~torch::isfinite(g)).all().item<bool>();
-  };
-  return holds(torch::kBFloat16) ? 7 : holds(torch::kHalf) ? 10 : 23;
 }
 
 LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torch::Tensor& init1,
@@ -210,18 +159,18 @@ LoopRun train(Loop loop, const Result& r, const torch::Tensor& init0, const torc
   // each weight sees each backward pass's gradient before .grad sums them).
   for (torch::nn::Linear* m : {&m0, &m1})
     (*m)->weight.register_hook(
-        [&run](const torch::Tensor& g) { run.grad_bits = std::max(run.grad_bits, grad_bits(g)); });
+        [&run](const torch::Tensor& g) { run.grad_bits = std::max(run.grad_bits, judge::grad_bits(g)); });
   torch::manual_seed(r.ctx.seed + 1);  // the same batches for every loop
   for (int64_t step = 0; step < steps; ++step) {
     const auto x = torch::randn({kBatch, kIn}, torch::device(dev));
     const auto y = torch::matmul(x, teacher.t());
-    const Grads g = fp32_grads(m0, m1, x, y);
+    const Grads g = judge::fp32_grads(m0, m1, x, y);
     StepRecord rec{.scale_loss = {scaler0.get_scale(), s1.get_scale()}};
     o0.zero_grad();
     o1.zero_grad();
     backward(m0, m1, scaler0, s1, x, y);
     torch::Tensor before[2] = {flat_grads(m0), flat_grads(m1)};  // scaled, as backward left them
-    rec.backward_error = backward_error(before, g, rec.scale_loss);
+    rec.backward_error = judge::backward_error(before, g, rec.scale_loss);
     for (int k = 0; k < 2; ++k) {
       if (step != r.inject_at[k]) continue;
       (k == 0 ? m0 : m1)->weight.mutable_grad().view(-1)[0] = std::numeric_limits<float>::infinity();

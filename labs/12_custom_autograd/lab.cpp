@@ -15,12 +15,12 @@
 //       (fp16: the 16-bit type with the narrow range; the lab refuses --dtype)
 // That the unguarded function overflows follows from the data (activations of std 120, rows of 512): the
 // lab shows it (plain_non_finite, clipped_non_finite, row_sumsq_min), it does not check it.
-// The checks compare with references the lab computes itself: RowNormFp32 on an fp16 leaf h against the
-// float64 norms and gradients of that same h in closed form (an fp32 computation lands within 1e-5, a bf16
-// one or fp16's overflow do not); MatMulAutocast's gradients against float64 with forward under autocast
-// and backward outside it, and with forward outside autocast and backward inside an fp16 autocast region
-// (CustomBwd keeps forward's state, autocast off: fp32, within 1e-5; without it mm runs in fp16); and the
-// dtype of MatMulAutocast's output (fp16 under autocast: it follows autocast, no cast_inputs). A missing
+// The checks compare with references the lab computes itself (judge.cpp): RowNormFp32 on an fp16 leaf h
+// against the float64 norms and gradients of that same h in closed form (an fp32 computation lands within
+// 1e-5, a bf16 one or fp16's overflow do not); MatMulAutocast's gradients against float64 with forward under
+// autocast and backward outside it, and with forward outside autocast and backward inside an fp16 autocast
+// region (CustomBwd keeps forward's state, autocast off: fp32, within 1e-5; without it mm runs in fp16); and
+// the dtype of MatMulAutocast's output (fp16 under autocast: it follows autocast, no cast_inputs). A missing
 // CustomBwd in RowNormFp32 is not checked: its backward (mul, div) holds no op autocast casts, so it computes
 // alike in any autocast state.
 // --flip: the guarded runs take the functions without guards (RowNormPlain, MatMulPlain below): checks
@@ -37,7 +37,7 @@
 
 #include "amp.h"
 #include "amp/autocast.h"
-#include "amp/device_caps.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
@@ -52,6 +52,7 @@ constexpr double kTol = 1e-2;              // guarded fp16 vs float64, relative 
 constexpr double kFp32Tol = 1e-5;          // computed in fp32 vs float64 (fp32 ~1e-7; bf16 ~2e-3, fp16 ~5e-4)
 
 using namespace lab12;
+using judge::Out;
 
 // ---- The same functions without guards ------------------------------------------------------------------
 
@@ -80,13 +81,6 @@ struct MatMulPlain : torch::autograd::Function<MatMulPlain> {
 
 // ---- measure -----------------------------------------------------------------------------------------
 
-struct Out {
-  torch::Tensor value, grad;  // the function's output and d(sum)/dw
-  std::string error;          // set when backward was refused
-  // The refusal was amp::CustomBwd's (what() reads "amp::CustomBwd: ..."): forward made no CustomFwd.
-  bool no_custom_fwd = false;
-};
-
 struct Result {
   lab::Context ctx;
   int64_t rows = 0;
@@ -95,57 +89,8 @@ struct Result {
   torch::ScalarType sum_dtype;             // what sum() of fp16 squares gives under this device's autocast
   Out ref, fp32, plain, clipped, guarded;  // part 1 (clipped: plain on values clipped at +-kClip)
   Out mm_ref, mm_plain, mm_guarded;        // part 2
-  // The checks' runs: RowNormFp32 on an fp16 leaf h and the float64 closed form on that h (value: norms,
-  // grad: d sum(n) / dh); MatMulAutocast with forward outside autocast, backward inside it, and float64's
-  // gradients (grad: a's and b's, flattened).
-  Out leaf_norm, leaf_norm_ref, mm_state, mm_state_ref;
-  // The same under bf16 autocast, where the device has it (bf16): RowNormFp32 on a bf16 leaf h and float64's
-  // closed form on it; the dtype of MatMulAutocast's output.
-  bool bf16 = false;
-  Out leaf_norm_bf16, leaf_norm_bf16_ref;
-  torch::ScalarType mm_bf16_dtype = torch::kFloat;
+  judge::CheckedRuns checked;              // the checks' runs and their float64 references (judge.cpp)
 };
-
-// An error's first line, up to libtorch's ", but" that starts the details.
-std::string short_error(const std::string& what) {
-  return what.substr(0, std::min(what.find('\n'), what.find(", but")));
-}
-
-// RowNormFp32 (--flip: RowNormPlain) on h as autocast to h's dtype hands it over, h a leaf so that only
-// the function's own backward runs between the loss and h.grad.
-Out norm_on_leaf(bool flip, const torch::Tensor& h16) {
-  const auto leaf = h16.detach().clone().requires_grad_(true);
-  Out o;
-  {
-    amp::Autocast ac(leaf.device(), leaf.scalar_type());
-    o.value = flip ? RowNormPlain::apply(leaf) : RowNormFp32::apply(leaf);
-  }
-  try {
-    o.value.sum().backward();
-    o.grad = leaf.grad();
-  } catch (const std::exception& e) {
-    o.error = short_error(e.what());
-    o.no_custom_fwd = o.error.find("amp::CustomBwd: ") != std::string::npos;
-  }
-  return o;
-}
-
-// MatMulAutocast (--flip: MatMulPlain) with forward outside autocast and backward inside an fp16 autocast
-// region, as a backward called within autocast runs: CustomBwd must give backward forward's state (off).
-Out mm_backward_in_autocast(bool flip, const torch::Tensor& a, const torch::Tensor& b) {
-  const auto la = a.detach().clone().requires_grad_(true), lb = b.detach().clone().requires_grad_(true);
-  Out o;
-  o.value = flip ? MatMulPlain::apply(la, lb) : MatMulAutocast::apply(la, lb);
-  try {
-    amp::Autocast ac(a.device(), torch::kHalf);
-    o.value.sum().backward();
-    o.grad = torch::cat({la.grad().flatten(), lb.grad().flatten()});
-  } catch (const std::exception& e) {
-    o.error = short_error(e.what());
-    o.no_custom_fwd = o.error.find("amp::CustomBwd: ") != std::string::npos;
-  }
-  return o;
-}
 
 // loss = fn(x @ w, w).sum() with w a leaf; fp16: under autocast. `fn` gets the activations and the leaf.
 template <class Fn>
@@ -160,8 +105,7 @@ Out run_through(Fn fn, const torch::Tensor& x, const torch::Tensor& w, bool fp16
     o.value.sum().backward();
     o.grad = leaf.grad();
   } catch (const std::exception& e) {
-    o.error = short_error(e.what());
-    o.no_custom_fwd = o.error.find("amp::CustomBwd: ") != std::string::npos;
+    judge::record_refusal(o, e);
   }
   return o;
 }
@@ -205,37 +149,19 @@ void measure_shown_runs(const lab::Context& ctx, const torch::Tensor& x, const t
   r.mm_guarded = run_through(mm_guarded, x, w, true);
 }
 
+// The checks' runs (judge.cpp) of RowNormFp32 and MatMulAutocast (--flip: the same without guards), on the
+// shown runs' activations and part 2's inputs.
 void measure_checked_runs(const lab::Context& ctx, const torch::Tensor& x, const torch::Tensor& w,
                           Result& r) {
-  // The checks' runs and their references, in float64 and closed form, from the very inputs the function got.
-  torch::Tensor h16;
-  {
-    amp::Autocast ac(ctx.device, torch::kHalf);
-    h16 = x.mm(w);  // fp16, as autocast's mm hands it on
-  }
-  r.leaf_norm = norm_on_leaf(ctx.flip, h16);
-  const auto h = h16.to(torch::kDouble), n = h.pow(2).sum(/*dim=*/1).sqrt();
-  r.leaf_norm_ref = {.value = n, .grad = h / n.unsqueeze(1)};
+  judge::Functions fns;
+  if (ctx.flip)
+    fns = {[](const torch::Tensor& h) { return RowNormPlain::apply(h); },
+           [](const torch::Tensor& a, const torch::Tensor& b) { return MatMulPlain::apply(a, b); }};
+  else
+    fns = {[](const torch::Tensor& h) { return RowNormFp32::apply(h); },
+           [](const torch::Tensor& a, const torch::Tensor& b) { return MatMulAutocast::apply(a, b); }};
   const auto a = (x.mm(w) * (1.0 / kActStd)).narrow(/*dim=*/1, 0, kIn), b = w.narrow(/*dim=*/1, 0, kIn);
-  r.mm_state = mm_backward_in_autocast(ctx.flip, a, b);
-  const auto ones = torch::ones({r.rows, kIn}, torch::dtype(torch::kDouble).device(ctx.device));
-  r.mm_state_ref = {.value = a.to(torch::kDouble).mm(b.to(torch::kDouble)),
-                    .grad = torch::cat({ones.mm(b.to(torch::kDouble).t()).flatten(),
-                                        a.to(torch::kDouble).t().mm(ones).flatten()})};
-  // bf16 autocast, the other 16-bit type: RowNormFp32 must compute in fp32 from a bf16 h too, and
-  // MatMulAutocast follow autocast to bf16 (a cast_inputs of fp16 gives fp16 here, and fp16 under fp16).
-  r.bf16 = !ctx.cuda() || amp::cuda_supports_bf16();
-  if (r.bf16) {
-    torch::Tensor h_bf16;
-    {
-      amp::Autocast ac(ctx.device, torch::kBFloat16);
-      h_bf16 = x.mm(w);
-      r.mm_bf16_dtype = (ctx.flip ? MatMulPlain::apply(a, b) : MatMulAutocast::apply(a, b)).scalar_type();
-    }
-    r.leaf_norm_bf16 = norm_on_leaf(ctx.flip, h_bf16);
-    const auto hb = h_bf16.to(torch::kDouble), nb = hb.pow(2).sum(/*dim=*/1).sqrt();
-    r.leaf_norm_bf16_ref = {.value = nb, .grad = hb / nb.unsqueeze(1)};
-  }
+  r.checked = judge::checked_runs(fns, x, w, a, b);
 }
 
 Result measure(const lab::Context& ctx) {
@@ -331,19 +257,21 @@ void report_guarded(const Result& m, lab::Report& r) {
           ran(m.mm_guarded) ? lab::sci(mm_err, 2) : "-"});
   r.observe("mixed_grad_error", "with CustomBwd: gradients vs float64 (relative)", mm_err, "",
             ran(m.mm_guarded) ? lab::sci(mm_err) : "refused");
-  const Out& ln = m.leaf_norm;
+  const Out& ln = m.checked.leaf_norm;
   r.observe("leaf_output_error", "guarded, on an fp16 leaf h: outputs vs float64 of that h (relative)",
-            rel(ln.value, m.leaf_norm_ref.value), "", lab::sci(rel(ln.value, m.leaf_norm_ref.value)));
+            rel(ln.value, m.checked.leaf_norm_ref.value), "",
+            lab::sci(rel(ln.value, m.checked.leaf_norm_ref.value)));
   r.observe("leaf_output_bits", "guarded, on an fp16 leaf h: the outputs' dtype, in bits",
             8 * c10::elementSize(ln.value.scalar_type()), "", lab::short_name(ln.value.scalar_type()));
   r.observe("leaf_non_finite", "guarded, on an fp16 leaf h: non-finite outputs",
             100 * non_finite_share(ln.value), "%", lab::percent(non_finite_share(ln.value)));
   r.observe("mm_bf16_output_bits", "MatMulAutocast under bf16 autocast: its output's mantissa bits",
-            mantissa_bits(m.mm_bf16_dtype), "", m.bf16 ? lab::short_name(m.mm_bf16_dtype) : "no bf16 here");
-  const double st_err = grad_error(m.mm_state, m.mm_state_ref);
+            mantissa_bits(m.checked.mm_bf16_dtype), "",
+            m.checked.bf16 ? lab::short_name(m.checked.mm_bf16_dtype) : "no bf16 here");
+  const double st_err = grad_error(m.checked.mm_state, m.checked.mm_state_ref);
   r.observe("state_grad_error",
             "y = a.mm(b), forward outside autocast, backward inside: gradients vs float64 (relative)", st_err,
-            "", ran(m.mm_state) ? lab::sci(st_err) : "refused");
+            "", ran(m.checked.mm_state) ? lab::sci(st_err) : "refused");
 }
 
 // The check of RowNormFp32, the function that needs fp32.
@@ -357,7 +285,8 @@ void report_norm_check(const Result& m, lab::Report& r) {
   bool norms_ok = true, refused = false, no_custom_fwd = false;
   std::string norms;
   const std::tuple<const char*, const Out*, const Out*> leaves[] = {
-      {"fp16", &m.leaf_norm, &m.leaf_norm_ref}, {"bf16", &m.leaf_norm_bf16, &m.leaf_norm_bf16_ref}};
+      {"fp16", &m.checked.leaf_norm, &m.checked.leaf_norm_ref},
+      {"bf16", &m.checked.leaf_norm_bf16, &m.checked.leaf_norm_bf16_ref}};
   for (const auto& [input, ln, ref] : leaves) {
     if (!ln->value.defined()) continue;  // bf16 on a GPU without it
     const double ln_out = rel(ln->value, ref->value), ln_grad = grad_error(*ln, *ref);
@@ -392,28 +321,28 @@ void report_matmul_checks(const Result& m, lab::Report& r) {
   // Catches a backward that runs in the caller's autocast state rather than the forward's: no CustomBwd,
   // even with its operands cast by hand so that mm accepts them (forward outside autocast, backward inside
   // fp16 autocast: only CustomBwd keeps it fp32).
-  const double st_err = grad_error(m.mm_state, m.mm_state_ref);
+  const double st_err = grad_error(m.checked.mm_state, m.checked.mm_state_ref);
   r.check("custom-bwd-forward-state",
           "with forward outside autocast and backward inside an fp16 autocast region, CustomBwd runs "
           "MatMulAutocast's backward as forward ran, in fp32: gradients within 1e-5 of float64",
           st_err <= kFp32Tol,
-          ran(m.mm_state)
+          ran(m.checked.mm_state)
               ? fmt::format("gradients {} from float64 (need <= {})", lab::sci(st_err), lab::sci(kFp32Tol, 1))
-              : "refused: " + m.mm_state.error);
+              : "refused: " + m.checked.mm_state.error);
   // Catches a cast_inputs given to the function that should follow autocast: its output is then fp32.
   // And a cast_inputs of fp16, which gives fp16 under fp16 autocast too: under bf16 autocast the output
   // must be bf16 (it was at seeds 0-49 on a 2-core AMD EPYC, family 25 model 17). Its backward must follow
   // too (run, not refused), or an unguarded function, which follows autocast in forward only, would hold it.
-  const auto mm_dtype = m.mm_guarded.value.scalar_type(), off_dtype = m.mm_state.value.scalar_type();
+  const auto mm_dtype = m.mm_guarded.value.scalar_type(), off_dtype = m.checked.mm_state.value.scalar_type();
   r.check(
       "custom-fwd-follows-autocast",
       fmt::format("MatMulAutocast follows autocast: fp16 output under fp16 autocast, {}fp32 outside it, "
                   "and its backward runs under the same state",
-                  m.bf16 ? "bf16 under bf16 autocast, " : ""),
+                  m.checked.bf16 ? "bf16 under bf16 autocast, " : ""),
       mm_dtype == torch::kHalf && off_dtype == torch::kFloat &&
-          (!m.bf16 || m.mm_bf16_dtype == torch::kBFloat16) && ran(m.mm_guarded),
+          (!m.checked.bf16 || m.checked.mm_bf16_dtype == torch::kBFloat16) && ran(m.mm_guarded),
       fmt::format("output {} under fp16 autocast, {}{} outside; backward {}", lab::short_name(mm_dtype),
-                  m.bf16 ? lab::short_name(m.mm_bf16_dtype) + " under bf16 autocast, " : "",
+                  m.checked.bf16 ? lab::short_name(m.checked.mm_bf16_dtype) + " under bf16 autocast, " : "",
                   lab::short_name(off_dtype), ran(m.mm_guarded) ? "ran" : "refused: " + m.mm_guarded.error));
 }
 

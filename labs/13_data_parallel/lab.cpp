@@ -20,9 +20,10 @@
 //       AMP_LAB_RANK_TIMEOUT=S  the longest any network wait may take, in seconds (default 30).
 //       AMP_LAB_RANK_PIDS=FILE  the spawned ranks' process ids are written there, one a line.
 // That ddp's ranks skip the same steps holds by construction (every rank unscales the same all-reduced
-// gradients), so the lab shows it and does not check it. ddp's step is the lab's own (reference_*, below),
-// not amp.cpp's: the sharded runs, amp.cpp's code, are checked against it, so that a mistake made in every
-// run (gradients not averaged, no update(), a wrong start scale) cannot hide by matching itself.
+// gradients), so the lab shows it and does not check it. ddp's step is the lab's own (judge.cpp's
+// reference_*), not amp.cpp's: the sharded runs, amp.cpp's code, are checked against it, so that a mistake
+// made in every run (gradients not averaged, no update(), a wrong start scale) cannot hide by matching
+// itself.
 // --flip: sharded-global's scaler gets no process group; check sharded-global-matches-ddp then fails.
 #include <algorithm>
 #include <chrono>
@@ -33,9 +34,9 @@
 #include <fmt/format.h>
 
 #include "amp.h"
-#include "amp/autocast.h"
 #include "amp/distributed.h"
 #include "amp/grad_scaler.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/rank_launch.h"
@@ -121,30 +122,6 @@ std::vector<int> shard_owners(size_t n, int world) {
   return owners;
 }
 
-// ---- measure: the lab's own ddp step, the reference ------------------------------------------------
-
-// amp.cpp's forward_backward, all_reduce_gradients and step_and_update for DDP, written here.
-void reference_forward_backward(torch::nn::Sequential& model, amp::GradScaler& scaler, const torch::Tensor& x,
-                                const torch::Tensor& y) {
-  model->zero_grad();
-  torch::Tensor loss;
-  {
-    amp::Autocast autocast(x.device(), torch::kHalf);
-    loss = torch::mse_loss(model->forward(x), y);
-  }
-  scaler.scale(loss).backward();
-}
-
-void reference_all_reduce(torch::nn::Sequential& model, const c10::intrusive_ptr<c10d::Backend>& pg) {
-  std::vector<torch::Tensor> grads;
-  for (const auto& p : model->parameters()) grads.push_back(p.grad());
-  std::vector<torch::Tensor> bucket{at::flatten_dense_tensors(grads)};
-  pg->allreduce(bucket)->wait();
-  bucket[0].div_(pg->getSize());  // the mean: what one big batch's gradient is
-  const std::vector<torch::Tensor> reduced = at::unflatten_dense_tensors(bucket[0], grads);
-  for (size_t i = 0; i < grads.size(); ++i) grads[i].copy_(reduced[i]);
-}
-
 // Whether any parameter's bits differ from `before` (bitwise, so that a NaN kept is not a change).
 bool changed(const std::vector<torch::Tensor>& params, const std::vector<torch::Tensor>& before) {
   bool any = false;
@@ -177,12 +154,12 @@ RankRun run_on_rank(const Experiment& e, const lab::RankSlot& r, const RunSetup&
     if (e.sharded)
       forward_backward(model, scaler, x, y);
     else
-      reference_forward_backward(model, scaler, x, y);
+      judge::reference_forward_backward(model, scaler, x, y);
     const bool own_inf = any_nonfinite(params);
     if (e.sharded)
       all_reduce_gradients(model, pg);
     else
-      reference_all_reduce(model, pg);
+      judge::reference_all_reduce(model, pg);
     std::vector<torch::Tensor> before;
     for (const auto& p : mine) before.push_back(p.detach().clone());
     bool stepped = false;

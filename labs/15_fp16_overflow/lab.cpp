@@ -13,7 +13,7 @@
 //      guard in amp.cpp; also against an fp32 run that skips the steps its scaler skipped), and bf16
 //      autocast (fp32's exponent range), with no guard and no scaler,
 //   4. compares the guarded step-0 scores with float64 scores of the same q and k, and reads the dtype of
-//      every tensor the forward returns in both runs.
+//      every tensor the forward returns in both runs (judge.cpp: that judges the learner's guard).
 // The losses are the lab's own float64 forward pass of the trained weights.
 //
 // Run:  build/bin/lab15_fp16_overflow [--device cpu|cuda] [--quick] [--seed N] [--json]
@@ -34,6 +34,7 @@
 #include "amp.h"
 #include "amp/grad_scaler.h"
 #include "amp/nonfinite.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/registry.h"
 #include "lab/report.h"
@@ -186,29 +187,8 @@ struct Result {
   std::optional<amp::NonfiniteOp> op;          // the watch, unguarded
   std::optional<amp::NonfiniteOp> guarded_op;  // the watch, guarded (none expected)
   Verify verify;
-  std::string scores_dtype, v_dtype_fp16, v_dtype_bf16, y_dtype_fp16, y_dtype_bf16;
-  double scores_error = 0;       // guarded step-0 scores vs float64 of the same q, k: max |diff| / max |ref|
-  int64_t scores_nonfinite = 0;  // the guarded step-0 scores' inf/NaN values
+  judge::GuardVerdict guard;  // the guarded forward at step 0 against float64 (judge.cpp)
 };
-
-void measure_guard(const Problem& p, Result& m) {
-  Attention net = copy_of(p.student);
-  torch::NoGradGuard no_grad;
-  const Forward f16 = forward(net, torch::kHalf, p.x, /*guard=*/true);
-  const torch::Tensor ref = torch::matmul(f16.q.to(torch::kDouble), f16.k.to(torch::kDouble).transpose(1, 2));
-  m.scores_dtype = lab::short_name(f16.scores.scalar_type());
-  m.scores_nonfinite = (~torch::isfinite(f16.scores)).sum().item<int64_t>();
-  // A NaN anywhere keeps the error NaN: the check's `<=` then fails.
-  const torch::Tensor diff = (f16.scores.to(torch::kDouble) - ref).abs();
-  m.scores_error = (torch::isfinite(diff).all().item<bool>() ? diff.max().item<double>()
-                                                             : std::numeric_limits<double>::quiet_NaN()) /
-                   ref.abs().max().item<double>();
-  m.v_dtype_fp16 = lab::short_name(f16.v.scalar_type());
-  m.y_dtype_fp16 = lab::short_name(f16.y.scalar_type());
-  const Forward bf16 = forward(net, torch::kBFloat16, p.x, /*guard=*/false);
-  m.v_dtype_bf16 = lab::short_name(bf16.v.scalar_type());
-  m.y_dtype_bf16 = lab::short_name(bf16.y.scalar_type());
-}
 
 Result measure(const lab::Context& ctx) {
   Result m{.ctx = ctx};
@@ -229,7 +209,8 @@ Result measure(const lab::Context& ctx) {
   m.bf16 = train(p, ctx, torch::kBFloat16, /*guard=*/false, m.steps, kLr, off);
   // The forward only: at 2^16 a first backward may overflow, which the scaler handles.
   m.guarded_op = watch_step(p, ctx, /*guard=*/true, /*backward=*/false);
-  measure_guard(p, m);
+  Attention net = copy_of(p.student);
+  m.guard = judge::judge_guard(net, p.x);
   return m;
 }
 
@@ -304,11 +285,11 @@ void report_fixes(const Result& m, lab::Report& r) {
             fmt::format("{:.3f}x", ratio(m.bf16)));
   r.observe("gain_share_bf16", "... share of fp32's loss reduction", gain_share(m, m.bf16), "",
             fmt::format("{:.3f}", gain_share(m, m.bf16)));
-  r.observe("scores_error_guarded", "guarded step-0 scores vs float64 (max relative)", m.scores_error, "",
-            lab::sci(m.scores_error));
+  r.observe("scores_error_guarded", "guarded step-0 scores vs float64 (max relative)", m.guard.scores_error,
+            "", lab::sci(m.guard.scores_error));
   // Not finite in fp32 scores: they were made in 16 bits and cast after the overflow.
   r.observe("scores_fp32_nonfinite", "guarded step-0 scores: inf/NaN values while fp32",
-            m.scores_dtype == "fp32" ? static_cast<double>(m.scores_nonfinite) : 0.0);
+            m.guard.scores_dtype == "fp32" ? static_cast<double>(m.guard.scores_nonfinite) : 0.0);
 }
 
 // The checks of the diagnosis: the scale collapses, and the op that overflows is the scores matmul.
@@ -338,14 +319,15 @@ void report_diagnosis_checks(const Result& m, lab::Report& r) {
 void report_fix_checks(const Result& m, lab::Report& r) {
   // Catches a guard that leaves the matmul in 16 bits (no cast, autocast still on, bf16) or casts back.
   r.check("guarded-scores-fp32", "the guarded scores are fp32 and match float64 (same q and k)",
-          m.scores_dtype == "fp32" && m.scores_error <= kScoresTolerance,
+          m.guard.scores_dtype == "fp32" && m.guard.scores_error <= kScoresTolerance,
           fmt::format(
               "{} scores, max relative error {} (need <= {}); first inf/NaN op of the guarded forward: {}",
-              m.scores_dtype, lab::sci(m.scores_error), lab::sci(kScoresTolerance), op_name(m.guarded_op)),
-          {{"scores_fp32", m.scores_dtype == "fp32"},
-           {"scores_fp16", m.scores_dtype == "fp16"},
-           {"scores_bf16", m.scores_dtype == "bf16"},
-           {"scores_error", m.scores_error},
+              m.guard.scores_dtype, lab::sci(m.guard.scores_error), lab::sci(kScoresTolerance),
+              op_name(m.guarded_op)),
+          {{"scores_fp32", m.guard.scores_dtype == "fp32"},
+           {"scores_fp16", m.guard.scores_dtype == "fp16"},
+           {"scores_bf16", m.guard.scores_dtype == "bf16"},
+           {"scores_error", m.guard.scores_error},
            // The guarded forward's first inf/NaN came from the scores matmul itself: it ran in 16 bits.
            {"guarded_scores_overflowed", m.guarded_op && m.guarded_op->op == kScoresOp}});
   // Catches a guard that does not stop the overflow: the weights never move, no loss reduction at all (0).
@@ -374,8 +356,9 @@ void report_fix_checks(const Result& m, lab::Report& r) {
   // autocast-off region runs past the scores (the values' matmul and the read-out in fp32): v and the
   // output y, in both runs; and a guard that moves nothing to fp32, which is no narrow guard: the scores
   // must be fp32.
-  const bool rest16 = m.scores_dtype == "fp32" && m.v_dtype_fp16 == "fp16" && m.y_dtype_fp16 == "fp16" &&
-                      m.v_dtype_bf16 == "bf16" && m.y_dtype_bf16 == "bf16";
+  const bool rest16 = m.guard.scores_dtype == "fp32" && m.guard.v_dtype_fp16 == "fp16" &&
+                      m.guard.y_dtype_fp16 == "fp16" && m.guard.v_dtype_bf16 == "bf16" &&
+                      m.guard.y_dtype_bf16 == "bf16";
   r.check(
       "rest-in-16-bit",
       "the guard moves the scores alone to fp32: with it (or with bf16) the other matmuls still run in the "
@@ -383,11 +366,12 @@ void report_fix_checks(const Result& m, lab::Report& r) {
       rest16,
       fmt::format("guarded scores {}; v: {} in the fp16 run, {} in the bf16 run; y: {} in the fp16 run, {} "
                   "in the bf16 run",
-                  m.scores_dtype, m.v_dtype_fp16, m.v_dtype_bf16, m.y_dtype_fp16, m.y_dtype_bf16),
-      {{"scores_fp32", m.scores_dtype == "fp32"},
-       {"fp16_in_bf16_run", m.v_dtype_bf16 == "fp16" || m.y_dtype_bf16 == "fp16"},
-       {"v_fp32_in_fp16_run", m.v_dtype_fp16 == "fp32"},
-       {"y_fp32_in_fp16_run", m.y_dtype_fp16 == "fp32"}});
+                  m.guard.scores_dtype, m.guard.v_dtype_fp16, m.guard.v_dtype_bf16, m.guard.y_dtype_fp16,
+                  m.guard.y_dtype_bf16),
+      {{"scores_fp32", m.guard.scores_dtype == "fp32"},
+       {"fp16_in_bf16_run", m.guard.v_dtype_bf16 == "fp16" || m.guard.y_dtype_bf16 == "fp16"},
+       {"v_fp32_in_fp16_run", m.guard.v_dtype_fp16 == "fp32"},
+       {"y_fp32_in_fp16_run", m.guard.y_dtype_fp16 == "fp32"}});
 }
 
 void report_checks(const Result& m, lab::Report& r) {

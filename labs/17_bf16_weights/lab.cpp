@@ -22,7 +22,8 @@
 // a weight unchanged (as lab 01 counts: stochastic rounding and Kahan leave most weights unchanged at any one
 // step and still keep the update). Last it draws stochastic rounding 4096 times: its mean matches the fp32
 // value within a few binomial sigmas, in three binades, and over 64 repeated adds the draws' spread is the
-// independent binomial's; and it checks that the rounding draws from the generator the lab hands in.
+// independent binomial's; and it checks that the rounding draws from the generator the lab hands in (these
+// draws, which judge stochastic_update, are in judge.cpp).
 // And any LibTorch optimizer on bf16 weights: amp.cpp's training loop, AdamW through amp::Bf16Step on
 // a bf16 Linear from zero weights, must bring its loss below 5% of its first.
 //
@@ -42,6 +43,7 @@
 #include <fmt/format.h>
 
 #include "amp.h"
+#include "judge.h"
 #include "lab/libtorch.h"
 #include "lab/measure.h"
 #include "lab/registry.h"
@@ -49,31 +51,31 @@
 
 namespace {
 
-constexpr int64_t kIn = 64;              // input features
-constexpr int64_t kOut = 16;             // outputs: kIn x kOut = 1024 weights
-constexpr int64_t kSamples = 256;        // one full batch of fixed data
-constexpr double kMinWeight = 0.5;       // teacher weights' magnitudes uniform in [0.5, 2): bf16 spacing
-constexpr double kMaxWeight = 2.0;       // 2^-8 or 2^-7 there
-constexpr double kPerturb = 0.05;        // start = teacher + N(0, 0.05^2): fine-tuning, small updates
-constexpr double kNoise = 0.2;           // target noise: fp32's loss ends near its 0.04
-constexpr double kLr = 0.08;             // SGD; step 0's median update: 0.058 of the spacing (seed 0)
-constexpr double kLargeLr = 10 * kLr;    // the quiz's "larger learning rate": round to nearest at 10x
-constexpr int64_t kSteps = 400;          // SGD steps per run
-constexpr int64_t kStepsQuick = 200;     // ... in quick mode
-constexpr int64_t kDraws = 4096;         // copies rounded stochastically at once
-constexpr int64_t kRepeats = 64;         // repeated adds of one update to the same copies
-constexpr double kRepeatFraction = 0.1;  // that update, as a share of the spacing
-constexpr double kSigmas = 5;            // mean over draws within 5 binomial sigmas of the fp32 value
-constexpr double kSpreadMin = 0.8;       // repeated adds: spread / independent binomial's spread in
-constexpr double kSpreadMax = 1.25;      // [0.8, 1.25] (4096 copies estimate it to about 1%)
-constexpr double kMostLost = 0.5;        // pure bf16: more than half of the update lost
-constexpr double kWorse = 2.0;           // pure bf16: final loss at least 2x fp32's
-constexpr double kKeptLost = 0.10;       // stochastic rounding, Kahan: at most 10% lost (replay noise ~2%)
-constexpr double kTrackTol = 0.10;       // ... and final loss within 10% of fp32's
-constexpr double kMasterLost = 0.01;     // fp32 master copy: at most 1% lost ...
-constexpr double kMasterTol = 0.05;      // ... and final loss within 5% of fp32's
-constexpr double kAdamLr = 0.05;         // amp::Bf16Step(AdamW) on bf16 weights from zero (amp.cpp)
-constexpr double kAdamDrop = 0.05;       // ... its last loss below 5% of its first
+namespace judge = lab17::judge;
+using judge::kDraws, judge::kRepeats, judge::kRepeatFraction;  // the draws' sizes (judge.cpp)
+
+constexpr int64_t kIn = 64;            // input features
+constexpr int64_t kOut = 16;           // outputs: kIn x kOut = 1024 weights
+constexpr int64_t kSamples = 256;      // one full batch of fixed data
+constexpr double kMinWeight = 0.5;     // teacher weights' magnitudes uniform in [0.5, 2): bf16 spacing
+constexpr double kMaxWeight = 2.0;     // 2^-8 or 2^-7 there
+constexpr double kPerturb = 0.05;      // start = teacher + N(0, 0.05^2): fine-tuning, small updates
+constexpr double kNoise = 0.2;         // target noise: fp32's loss ends near its 0.04
+constexpr double kLr = 0.08;           // SGD; step 0's median update: 0.058 of the spacing (seed 0)
+constexpr double kLargeLr = 10 * kLr;  // the quiz's "larger learning rate": round to nearest at 10x
+constexpr int64_t kSteps = 400;        // SGD steps per run
+constexpr int64_t kStepsQuick = 200;   // ... in quick mode
+constexpr double kSigmas = 5;          // mean over draws within 5 binomial sigmas of the fp32 value
+constexpr double kSpreadMin = 0.8;     // repeated adds: spread / independent binomial's spread in
+constexpr double kSpreadMax = 1.25;    // [0.8, 1.25] (4096 copies estimate it to about 1%)
+constexpr double kMostLost = 0.5;      // pure bf16: more than half of the update lost
+constexpr double kWorse = 2.0;         // pure bf16: final loss at least 2x fp32's
+constexpr double kKeptLost = 0.10;     // stochastic rounding, Kahan: at most 10% lost (replay noise ~2%)
+constexpr double kTrackTol = 0.10;     // ... and final loss within 10% of fp32's
+constexpr double kMasterLost = 0.01;   // fp32 master copy: at most 1% lost ...
+constexpr double kMasterTol = 0.05;    // ... and final loss within 5% of fp32's
+constexpr double kAdamLr = 0.05;       // amp::Bf16Step(AdamW) on bf16 weights from zero (amp.cpp)
+constexpr double kAdamDrop = 0.05;     // ... its last loss below 5% of its first
 
 // ---- measure -----------------------------------------------------------------------------------------
 
@@ -192,71 +194,12 @@ void update(Updater& up, torch::Tensor& w, const torch::Tensor& u) {
   up.flip ? nearest_add(w, u) : lab17::stochastic_update(w, u, up.gen);
 }
 
-// kDraws copies of bf16 w0 plus `fraction` of the gap towards the neighbour in u's direction: the mean
-// of the results against w0 + u, in binomial sigmas (the gap x sqrt(f(1 - f) / kDraws)); *away: the mean's
-// error in gaps, positive away from zero; *spread: the draws' standard deviation in gaps (0: all one value).
-double mean_error_sigmas(Updater& up, torch::Device dev, double w0, double fraction, double* away,
-                         double* spread) {
-  const double gap = std::ldexp(1.0, static_cast<int>(std::floor(std::log2(std::abs(w0)))) - 7);
-  const double u = fraction * gap;  // w0 + u stays in w0's binade for the cases below
-  auto w = torch::full({kDraws}, w0, torch::dtype(torch::kBFloat16).device(dev));
-  update(up, w, torch::full({kDraws}, u, torch::dtype(torch::kFloat).device(dev)));
-  const double f = std::abs(fraction);
-  const double sigma = gap * std::sqrt(f * (1 - f) / kDraws);
-  const double error = w.to(torch::kDouble).mean().item<double>() - (w0 + u);
-  *away = (w0 < 0 ? -error : error) / gap;
-  *spread = w.to(torch::kDouble).std().item<double>() / gap;
-  return std::abs(error) / sigma;
-}
-
-struct Draws {
-  double worst_sigmas = 0;      // the worst of the single-add cases
-  double away_bias = 0;         // ... their mean error in gaps, away from zero (the one of largest size)
-  double least_spread = 0;      // ... the least of their draws' spreads, in gaps (0: rounded to one value)
-  bool generator_used = false;  // a call advanced the lab's generator
-  double spread_ratio = 0;      // repeated adds: std of the steps moved / the independent binomial's
-  double repeat_moved = 0;      // ... mean steps moved (expected kRepeats x kRepeatFraction)
-};
-
-Draws measure_draws(Updater& up, torch::Device dev) {
-  Draws d;
-  // Positive and negative weights, updates up and down, in three binades: a rounding that assumes one gap
-  // (a dither of 2^-7, [1, 2)'s) is biased in [2, 4).
-  const std::array<std::array<double, 2>, 4> cases = {{{1.0, 0.3}, {-1.5, 0.3}, {0.625, -0.2}, {2.5, 0.3}}};
-  d.least_spread = INFINITY;
-  for (const auto& c : cases) {
-    double away = 0, spread = 0;
-    d.worst_sigmas = std::max(d.worst_sigmas, mean_error_sigmas(up, dev, c[0], c[1], &away, &spread));
-    if (!(std::abs(away) <= std::abs(d.away_bias))) d.away_bias = away;
-    d.least_spread = std::min(d.least_spread, spread);
-  }
-  if (std::isnan(d.worst_sigmas)) d.worst_sigmas = INFINITY;
-  // The generator handed in: one call must advance it from a fresh seed (a draw from the global generator
-  // or a new one leaves it as it was, and does not repeat with the lab's seed).
-  up.gen.set_current_seed(up.gen.current_seed() + 1);
-  const torch::Tensor before = up.gen.get_state();
-  auto probe = torch::ones({kDraws}, torch::dtype(torch::kBFloat16).device(dev));
-  update(
-      up, probe,
-      torch::full({kDraws}, kRepeatFraction * std::ldexp(1.0, -7), torch::dtype(torch::kFloat).device(dev)));
-  d.generator_used = !torch::equal(before, up.gen.get_state());
-  const double gap = std::ldexp(1.0, -7);  // at 1
-  auto w = torch::ones({kDraws}, torch::dtype(torch::kBFloat16).device(dev));
-  const auto u = torch::full({kDraws}, kRepeatFraction * gap, torch::dtype(torch::kFloat).device(dev));
-  for (int64_t i = 0; i < kRepeats; ++i) update(up, w, u);
-  const auto moved = (w.to(torch::kDouble) - 1) / gap;
-  d.repeat_moved = moved.mean().item<double>();
-  const double expected = std::sqrt(kRepeats * kRepeatFraction * (1 - kRepeatFraction));
-  d.spread_ratio = moved.std().item<double>() / expected;
-  return d;
-}
-
 struct Result {
   lab::Context ctx;
   int64_t steps = 0, params = 0;
   double update_to_spacing = 0;  // step 0: median |update| / bf16's spacing at the weight
   std::array<Run, kWays> runs{};
-  Draws draws;
+  judge::Draws draws;                      // stochastic_update drawn many times (judge.cpp)
   double adamw_first = 0, adamw_last = 0;  // amp.cpp's train_bf16_adamw: the first and last step's loss
   const Run& run(Way way) const { return runs[static_cast<int>(way)]; }
 };
@@ -275,7 +218,8 @@ Result measure(const lab::Context& ctx) {
   train(p, Way::Fp32, m.steps, up, &large, kLargeLr);  // only its updates are used: LargeLr replays them
   for (int i = 0; i < kWays; ++i)
     replay(p, static_cast<Way>(i), static_cast<Way>(i) == Way::LargeLr ? large : updates, up, m.runs[i]);
-  m.draws = measure_draws(up, ctx.device);
+  m.draws = judge::measure_draws([&](torch::Tensor& w, const torch::Tensor& u) { update(up, w, u); }, up.gen,
+                                 ctx.device);
   // Any LibTorch optimizer on bf16 weights, no master copy: amp.cpp's loop, AdamW from zero weights.
   torch::nn::Linear model(torch::nn::LinearOptions(kIn, kOut).bias(false));
   {
@@ -364,7 +308,7 @@ void report_runs(const Result& m, lab::Report& r) {
 }
 
 void report_draws(const Result& m, lab::Report& r) {
-  const Draws& d = m.draws;
+  const judge::Draws& d = m.draws;
   const std::string sr = m.ctx.flip ? "\"stochastic rounding\"" : "stochastic rounding";
   r.detail_section(fmt::format("{}, drawn {} times", sr, kDraws));
   r.observe("sr_mean_error_sigmas", "worst |mean - fp32 value| over 4 cases, in binomial sigmas",
@@ -418,7 +362,7 @@ void report_checks(const Result& m, lab::Report& r) {
   r.check("no-master-fewer-bytes", "stochastic rounding and Kahan keep fewer bytes than the master copy",
           sr.bytes < master.bytes && kahan.bytes < master.bytes,
           fmt::format("{:g} B and {:g} B per parameter against {:g} B", sr.bytes, kahan.bytes, master.bytes));
-  const Draws& d = m.draws;
+  const judge::Draws& d = m.draws;
   // Catches a biased rounding (to nearest, truncation, the update rounded before the add).
   r.check("stochastic-unbiased", "stochastic rounding's mean over draws matches the fp32 value",
           d.worst_sigmas <= kSigmas,
