@@ -162,6 +162,14 @@ const std::vector<LabDecl>& catalog() {
        .heading = "A weight, small gradients and outlier blocks in NVFP4 (E4M3 scales per 16)",
        .flip_fails = {"2d-transpose-identical", "sr-unbiased"},
        .types = "E2M1 and E4M3"},
+      {.number = 20,
+       .id = "fp8-accumulator",
+       .track = "frontier",
+       .title = "An FP8 tensor core's accumulator keeps about 14 bits and truncates: promote partial sums of "
+                "128 to FP32",
+       .heading = "One FP8 GEMM accumulated three ways, K = 512 to 16384, against float64",
+       .flip_fails = {"chain-error-grows", "chain-truncates-below", "promotion-beats-chain"},
+       .types = "E4M3"},
   };
   return labs;
 }
