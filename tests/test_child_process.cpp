@@ -57,6 +57,15 @@ std::string await_line(const std::string& path) {
   return "";
 }
 
+// A wait's tick that writes "waiting" to `path` on its first round, when the wait's signal handlers are in
+// place: a signal sent before that would meet the program's own handling (or none) and never reach the child.
+std::function<bool()> say_waiting(const std::string& path) {
+  return [path, said = false]() mutable {
+    if (!said) std::ofstream(path) << "waiting\n", said = true;
+    return true;
+  };
+}
+
 // Whether process `pid` is gone (or a zombie no one runs) within 2 s.
 bool gone(pid_t pid) {
   for (int i = 0; i < 200; ++i) {
@@ -269,13 +278,7 @@ TEST_CASE("a Ctrl-C this process has no handler for goes on to the child, then e
       [&] {
         Child child(sh("trap 'echo got INT > \"" + marker + "\"; exit 5' INT; echo ready > '" + ready +
                        "'; while :; do sleep 0.05; done"));
-        // Said from inside the wait, once its handler is in place: a signal before that would end the copy
-        // by its default action, the child never hearing of it.
-        bool said = false;
-        lab::wait_for(child, {.deadline = 30s, .tick = [&] {
-                                if (!said) std::ofstream(waiting) << "waiting\n", said = true;
-                                return true;
-                              }});
+        lab::wait_for(child, {.deadline = 30s, .tick = say_waiting(waiting)});
         return 1;  // not reached: the signal is raised again once the child has ended
       },
       [&](pid_t copy) {
@@ -297,18 +300,19 @@ void program_handler(int signo) {
 
 TEST_CASE("with a handler of the program's own, Forward::All passes the signal on and still calls it") {
   Folder dir;
-  const std::string ready = dir.file("ready");
+  const std::string ready = dir.file("ready"), waiting = dir.file("waiting");
   const int status = in_copy(
       [&] {
         std::signal(SIGTERM, program_handler);
         Child child(sh("trap 'exit 6' TERM; echo ready > '" + ready + "'; while :; do sleep 0.05; done"));
-        const WaitEnd end = lab::wait_for(child, {.deadline = 30s});
+        const WaitEnd end = lab::wait_for(child, {.deadline = 30s, .tick = say_waiting(waiting)});
         const bool ok = end == WaitEnd::Signalled && g_program_saw == SIGTERM &&
                         child.status().stop_signal == SIGTERM && child.status().exit_code == 6;
         return ok ? 0 : 1;
       },
       [&](pid_t copy) {
         REQUIRE(await_line(ready) == "ready");
+        REQUIRE(await_line(waiting) == "waiting");
         ::kill(copy, SIGTERM);
       });
   CHECK(WIFEXITED(status));
@@ -341,15 +345,17 @@ TEST_CASE("Forward::Unhandled leaves a signal the program handles to the program
 
 TEST_CASE("with reraise off, a forwarded signal is reported, not raised: the caller decides") {
   Folder dir;
-  const std::string ready = dir.file("ready");
+  const std::string ready = dir.file("ready"), waiting = dir.file("waiting");
   const int status = in_copy(
       [&] {
         Child child(sh("echo ready > '" + ready + "'; while :; do sleep 0.05; done"));
-        const WaitEnd end = lab::wait_for(child, {.deadline = 30s, .reraise = false});
+        const WaitEnd end =
+            lab::wait_for(child, {.deadline = 30s, .reraise = false, .tick = say_waiting(waiting)});
         return end == WaitEnd::Signalled && child.status().term_signal == SIGHUP ? 0 : 1;
       },
       [&](pid_t copy) {
         REQUIRE(await_line(ready) == "ready");
+        REQUIRE(await_line(waiting) == "waiting");
         ::kill(copy, SIGHUP);
       });
   CHECK(WIFEXITED(status));
