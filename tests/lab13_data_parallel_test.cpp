@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -174,17 +176,29 @@ class SilentListener {
   std::thread thread_;
 };
 
-// A loopback port nothing listens on (bound, then closed).
+// A loopback port nothing listens on, for a job's store: bound, then closed, and taken below the kernel's
+// ephemeral range (ip_local_port_range), where a port bound to 0 comes from. A port from that range can be
+// taken again, before rank 0 binds it, as the source port of any connection made meanwhile (the other lab
+// 13 and 16 tests' ranks connect to their stores all the time), and rank 0 then finds it in use.
 int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
+  int ephemeral_low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  const int low = 10000, high = std::max(low + 1000, ephemeral_low);
+  std::random_device seed;
+  std::mt19937 draw(seed());
+  for (int tries = 0; tries < 200; ++tries) {
+    const int port = std::uniform_int_distribution<int>(low, high - 1)(draw);
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (bound) return port;
+  }
+  FAIL("no free loopback port below " << high << " in 200 tries");
+  return 0;
 }
 
 // Rank 1 of a two-rank job whose master is 127.0.0.1:port; `more` comes last, so it replaces any of them.

@@ -83,15 +83,6 @@ std::set<std::string> glossed_on(const std::string& screen) {
   return names;
 }
 
-// Whether the terminal goes to raw mode within 2 s (the prompt is printed just before the read sets it).
-bool becomes_raw(const Terminal& t) {
-  for (int k = 0; k < 200; ++k) {
-    if (!t.line_mode()) return true;
-    ::usleep(10000);
-  }
-  return false;
-}
-
 // Waits for the next question's prompt; returns its screen, from its banner to the prompt's end.
 std::string next_screen(Terminal& t) {
   REQUIRE(t.expect(kPrompt, kLabSeconds));
@@ -221,16 +212,16 @@ TEST_CASE("a key is awaited in raw mode, and the terminal is back in line mode a
     Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env(),
                /*as_job=*/true);
     next_screen(t);
-    CHECK(becomes_raw(t));
+    CHECK(t.awaits_key());
     // Ctrl-Z: stopped in line mode; continued (fg), raw mode again and the prompt shown again.
     t.type("\x1a");
     REQUIRE(t.expect("[job stopped; terminal in line mode]"));
     t.signal_foreground(SIGCONT);
     REQUIRE(t.expect(kPrompt));
-    CHECK(becomes_raw(t));
+    CHECK(t.awaits_key());
     t.type("b");
     REQUIRE(t.expect(kPauseEnd));
-    CHECK(becomes_raw(t));
+    CHECK(t.awaits_key());
     t.type("q");
     REQUIRE(t.expect("Stopped (quit)."));
     REQUIRE(t.expect("[job ended; terminal in line mode]"));
@@ -239,7 +230,7 @@ TEST_CASE("a key is awaited in raw mode, and the terminal is back in line mode a
   Terminal t({kRunner, "quiz", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40, state.env(),
              /*as_job=*/true);
   next_screen(t);
-  CHECK(becomes_raw(t));
+  CHECK(t.awaits_key());
   t.type("\x03");  // Ctrl-C at the prompt
   REQUIRE(t.expect("Stopped (interrupted)."));
   REQUIRE(t.expect("[job ended; terminal in line mode]"));

@@ -256,19 +256,23 @@ TEST_CASE("a resize at the answer prompt or between pages takes effect at once, 
     CAPTURE(line);  // the answer screen and the pause line: at the new width (a single long word aside)
     CHECK((glyphs(line) <= narrow || line.find(' ', line.find_first_not_of(' ')) == std::string::npos));
   }
-  t.type("c\n");  // the checks: many screens at 34x14
+  REQUIRE(t.awaits_key());  // typed earlier, a key would be echoed twice, a row more
+  t.type("c\n");            // the checks: many screens at 34x14
   from = t.position();
   REQUIRE(t.expect("back -- "));  // the more line's end, wrapped
   const std::string first = t.screen().substr(from, t.position() - from);
+  CAPTURE(first);
   CHECK(screen_rows(first, narrow) <= low);  // the typed key's row, the page, the wrapped more line
   CHECK(first.find("-- more (") != std::string::npos);
   CHECK(glyphs(lines_of(first).back()) <= narrow + 1);  // the more line wrapped (+ the space after it)
   const unsigned tall = 30;
   t.resize(narrow, tall);  // between two pages: the next one fills the taller screen
   from = t.position();
+  REQUIRE(t.awaits_key());
   t.type("\n");
   REQUIRE(t.expect_any({"back -- ", "quit "}) >= 0);
   const std::string second = t.screen().substr(from, t.position() - from);
+  CAPTURE(second);
   CHECK(screen_rows(second, narrow) > low);
   CHECK(screen_rows(second, narrow) <= tall);
   t.type("q\n");

@@ -125,6 +125,14 @@ bool Terminal::line_mode() const {
   return std::string(mode_name(fd_)) == "line mode";  // Linux: the master reports the terminal's mode
 }
 
+bool Terminal::awaits_key() const {
+  for (int k = 0; k < 200; ++k) {
+    if (!line_mode()) return true;
+    ::usleep(10000);
+  }
+  return false;
+}
+
 void Terminal::signal_foreground(int signo) {
   const pid_t group = ::tcgetpgrp(fd_);
   if (group <= 0 || ::kill(-group, signo) != 0) throw std::runtime_error("cannot signal the foreground");

@@ -33,6 +33,9 @@ class Terminal {
   // The terminal's mode now: false when the program set it non-canonical (keys without Enter) or without
   // echo.
   bool line_mode() const;
+  // Whether the program sets the terminal to read a key (line_mode() false) within 2 s: the prompt is printed
+  // just before the read sets it. Keys typed before that are echoed twice, by the terminal and by the walk.
+  bool awaits_key() const;
   // Sends `signo` to the terminal's foreground process group (the program, or the job).
   void signal_foreground(int signo);
   // Reads until the program ends; its exit code, 128 + N for signal N.
