@@ -136,17 +136,8 @@ struct Result {
   double final_scale = 0;
 };
 
-torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype = torch::kFloat) {
-  auto c = torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
-  c->to(dtype);
-  return c;
-}
-
-torch::Tensor flat(const torch::nn::Sequential& m) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& p : m->parameters()) parts.push_back(p.detach().to(torch::kDouble).flatten());
-  return torch::cat(parts);
-}
+using lab::copy_of;
+using lab::flat;
 
 double rel(const torch::Tensor& a, const torch::Tensor& b) {
   return ((a - b).norm() / b.norm()).item<double>();

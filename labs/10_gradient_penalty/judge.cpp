@@ -13,18 +13,6 @@
 
 namespace lab10::judge {
 
-torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype) {
-  auto c = torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
-  c->to(dtype);
-  return c;
-}
-
-torch::Tensor flat(const torch::nn::Sequential& m) {
-  std::vector<torch::Tensor> parts;
-  for (const auto& p : m->parameters()) parts.push_back(p.detach().to(torch::kDouble).flatten());
-  return torch::cat(parts);
-}
-
 double norm_of(const std::vector<torch::Tensor>& grads, torch::ScalarType dtype) {
   torch::Tensor sum_sq = torch::zeros({}, torch::TensorOptions().dtype(dtype));
   for (const auto& g : grads) sum_sq = sum_sq + g.detach().to(dtype).pow(2).sum();

@@ -7,6 +7,7 @@
 #include <torch/optim/optimizer.h>
 
 #include "amp.h"
+#include "lab/teacher_student.h"
 
 namespace lab10::judge {
 
@@ -22,10 +23,10 @@ struct Setup {
   torch::Tensor x, y;
 };
 
-// The measures both the lab's runs and the judge's take: a copy of a model in a dtype, its weights as one
-// float64 vector, and the L2 norm of gradients computed in a dtype.
-torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype = torch::kFloat);
-torch::Tensor flat(const torch::nn::Sequential& m);
+// The measures both the lab's runs and the judge's take: a copy of a model in a dtype and its weights as one
+// float64 vector (lab/teacher_student.h), and the L2 norm of gradients computed in a dtype.
+using lab::copy_of;
+using lab::flat;
 double norm_of(const std::vector<torch::Tensor>& grads, torch::ScalarType dtype);
 
 // One plain SGD step on loss + penalty, no autocast, no scaler. `with_penalty` false: the loss alone, for

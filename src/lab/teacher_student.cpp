@@ -8,6 +8,18 @@
 
 namespace lab {
 
+torch::nn::Sequential copy_of(const torch::nn::Sequential& m, torch::ScalarType dtype) {
+  auto c = torch::nn::Sequential(std::dynamic_pointer_cast<torch::nn::SequentialImpl>(m->clone()));
+  c->to(dtype);
+  return c;
+}
+
+torch::Tensor flat(const torch::nn::Sequential& m) {
+  std::vector<torch::Tensor> parts;
+  for (const auto& p : m->parameters()) parts.push_back(p.detach().to(torch::kDouble).flatten());
+  return torch::cat(parts);
+}
+
 torch::nn::Sequential mlp_with(const std::vector<torch::Tensor>& p) {
   torch::nn::Sequential m(torch::nn::Linear(p[0].size(1), p[0].size(0)), torch::nn::Tanh(),
                           torch::nn::Linear(p[2].size(1), p[2].size(0)));
