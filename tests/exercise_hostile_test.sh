@@ -193,6 +193,33 @@ code=$?
 grep -qE "does not build|the lab stopped|not yet" "$scratch/term.out" &&
   fail "an interrupted build was judged: $(cat "$scratch/term.out")"
 grep -qs '"checks_run"' "$XDG_STATE_HOME/amp-lab/progress.json" && fail "an interrupted build was recorded"
+
+# SIGTERM to watch while the lab runs: the learner's code, before main, says it runs and then waits; the
+# interrupted run is neither judged ("the lab stopped") nor recorded.
+running=$scratch/running
+{ cat "$solution"; cat <<CPP; } >"$file"
+#include <unistd.h>
+#include <fstream>
+namespace {
+const int waits = [] {
+  std::ofstream("$running") << "running\n";
+  sleep(60);
+  return 0;
+}();
+}  // namespace
+CPP
+export XDG_STATE_HOME=$scratch/state-term-run
+"$amp_lab" watch 09 --dir "$ws" </dev/null >"$scratch/term-run.out" 2>&1 &
+pid=$!
+for _ in $(seq 1 480); do [[ -e $running ]] && break; sleep 0.25; done
+[[ -e $running ]] || fail "the lab under watch never ran: $(cat "$scratch/term-run.out")"
+kill -TERM $pid
+wait $pid
+code=$?
+[[ $code -eq 143 ]] || fail "watch after SIGTERM mid-run: exit $code, wanted 143"
+grep -qE "does not build|the lab stopped|not yet|did not finish" "$scratch/term-run.out" &&
+  fail "an interrupted run was judged: $(cat "$scratch/term-run.out")"
+grep -qs '"checks_run"' "$XDG_STATE_HOME/amp-lab/progress.json" && fail "an interrupted run was recorded"
 export XDG_STATE_HOME=$scratch/state
 
 # watch, its file turned into a symlink to /dev/zero (read four times a second) and then saved right: it
