@@ -10,9 +10,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -328,6 +331,68 @@ TEST_CASE("--reset --only N forgets question N alone, and amp-lab progress sugge
   CHECK(progress.out.find("1 of 8 answered") != std::string::npos);
   const auto both = test_support::run_process({kRunner, "quiz", "--reset", "--resume"}, 60, env);
   CHECK(both.code == 2);
+}
+
+// The words of `text` with each run of digits as '#': a session's numbers differ from machine to machine
+// and its lines break where they do, but its words and their order are the walk's. Of a line, the text
+// after its last carriage return is what stays on screen (the lab's progress line is written over so).
+std::vector<std::string> masked_words(const std::string& text) {
+  std::vector<std::string> words;
+  std::string shown;
+  for (const std::string& line : lines_of(text)) shown += line.substr(line.rfind('\r') + 1) + "\n";
+  std::istringstream in(shown);
+  for (std::string w; in >> w;) {
+    std::string m;
+    for (const char c : w)
+      if (!std::isdigit(static_cast<unsigned char>(c)) || m.empty() || m.back() != '#')
+        m += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
+    words.push_back(m);
+  }
+  return words;
+}
+
+TEST_CASE("README's session excerpt is what the walk shows at 80x40, part for part and in order") {
+  // The README leads with a real session: `scripts/amp-lab quiz --only 2`, the answer a typed. Each part of
+  // its excerpt (the lines between two "..." lines) must be on the screen of that walk today, in order;
+  // --order-seed 0 gives the options the order the excerpt shows.
+  std::ifstream readme(AMP_LAB_SOURCE_DIR "/README.md");
+  REQUIRE(readme);
+  std::vector<std::string> parts(1);
+  bool in_excerpt = false, in_block = false;
+  for (std::string line; std::getline(readme, line);) {
+    if (line.rfind("<!-- session excerpt", 0) == 0) in_excerpt = true;
+    if (line.rfind("<!-- /session excerpt", 0) == 0) break;
+    if (!in_excerpt) continue;
+    if (line.rfind("```", 0) == 0) {
+      in_block = !in_block;
+      continue;
+    }
+    if (!in_block) continue;
+    if (line.find_first_not_of(' ') != std::string::npos && line.substr(line.find_first_not_of(' ')) == "...")
+      parts.emplace_back();
+    else
+      parts.back() += line + "\n";
+  }
+  REQUIRE(parts.size() > 1);
+
+  StateDir state;
+  Terminal t({kRunner, "quiz", "--only", "2", "--order-seed", "0", "--device", "cpu"}, 80, 40, state.env());
+  REQUIRE(t.expect(kPrompt, 300));
+  REQUIRE(t.awaits_key());
+  t.type("a");
+  REQUIRE(t.expect(kPauseEnd));
+  t.type("q");
+  t.wait_exit();
+  const std::vector<std::string> screen = masked_words(t.screen());
+  auto from = screen.begin();
+  for (const std::string& part : parts) {
+    const std::vector<std::string> words = masked_words(part);
+    CAPTURE(part);
+    const auto at = std::search(from, screen.end(), words.begin(), words.end());
+    CHECK_MESSAGE(at != screen.end(), "not on the screen after the parts before it:\n" << t.screen());
+    if (at == screen.end()) break;
+    from = at + static_cast<std::ptrdiff_t>(words.size());
+  }
 }
 
 TEST_CASE("a lab run alone lays its report out to the width it has (COLUMNS for a pipe)") {
