@@ -2,7 +2,8 @@
 #   install       cmake --install into a fresh prefix; the layout is complete and the public headers
 #                 include only LibTorch, the standard library and each other
 #   find_package  tests/consumer configured against that prefix (find_package(amp_lab), which finds
-#                 LibTorch itself), built, run: its loss goes down
+#                 LibTorch itself), built, run: its loss goes down; README.md's training program built
+#                 beside it runs and saves its checkpoint
 #   no_torch      the same with LibTorch hidden: configuring fails with the package's one clear message
 #   runner        the installed amp-lab, run from another folder: --version, its installed quiz file,
 #                 `quiz --answers abcdabcd --quick` over the first eight questions, its installed
@@ -107,8 +108,15 @@ if(STEP STREQUAL "install")
   message(STATUS "installed into ${prefix}; ${n} public headers include only LibTorch, std and each other")
 
 elseif(STEP STREQUAL "find_package")
-  # Only amp_lab's prefix: the package config has to find LibTorch by itself.
-  build_and_run_consumer(find_package -DCMAKE_PREFIX_PATH=${prefix})
+  # Only amp_lab's prefix: the package config has to find LibTorch by itself. README.md's training program
+  # is built there too, and runs to its end: 100 steps, then the checkpoint it saves.
+  build_and_run_consumer(find_package -DCMAKE_PREFIX_PATH=${prefix} -DAMP_CONSUMER_README=${SOURCE_DIR}/README.md)
+  set(build ${WORK}/find_package)
+  run("run README.md's program" COMMAND ${build}/readme_program WORKING_DIRECTORY ${build})
+  if(NOT EXISTS ${build}/ckpt.pt)
+    message(FATAL_ERROR "README.md's program saved no ckpt.pt in ${build}")
+  endif()
+  message(STATUS "README.md's program built against the installed amp_lab, ran, and saved its checkpoint")
 
 elseif(STEP STREQUAL "no_torch")
   set(build ${WORK}/no_torch)
