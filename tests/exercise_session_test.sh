@@ -45,7 +45,24 @@ grep -q '"no-update-applied": 3' "$XDG_STATE_HOME/amp-lab/progress.json" || fail
 
 # A known mistake: update() per micro-batch, named by its hint.
 "$mutate" 09 update-per-micro-batch >"$file"
-out=$("$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "hint: the optimizer stepped inside the effective batch"
+out=$(COLUMNS=110 "$amp_lab" check 09 --dir "$ws" 2>&1); expect $? 1 "$out" "hint: the optimizer stepped inside the effective batch"
+# README.md quotes this check at 110 columns: each part of its excerpt (between "..." lines) is in this
+# verdict, in order, word for word (numbers masked: they differ from machine to machine; the file by name).
+printf '%s\n' "$out" >"$scratch/verdict.txt"
+python3 - "$source_dir/README.md" "$scratch/verdict.txt" <<'PY' || fail "README.md's check excerpt is not what check prints"
+import re, sys
+readme = open(sys.argv[1], encoding="utf-8").read()
+block = re.search(r"<!-- check excerpt.*?```\n(.*?)```", readme, re.S).group(1)
+def words(text):
+    return [re.sub(r"\d+", "#", w.rsplit("/", 1)[-1]) for w in text.split()]
+got, at = words(open(sys.argv[2], encoding="utf-8").read()), 0
+for part in re.split(r"\n *\.\.\.\n", "\n".join(l for l in block.splitlines() if not l.startswith("$ "))):
+    want = words(part)
+    found = next((i for i in range(at, len(got) - len(want) + 1) if got[i:i + len(want)] == want), None)
+    if found is None:
+        sys.exit(f"not in the verdict, in order:\n{part}")
+    at = found + len(want)
+PY
 
 # A compile error: the compiler's message, naming the learner's file and line first.
 "$mutate" 09 loss-not-divided | sed 's/opt.zero_grad();/opt.zero_grad()/' >"$file"
