@@ -1,7 +1,8 @@
 // The walk at a terminal as a person meets it, on a pseudo-terminal of a given size: each question's
 // screen, from its banner to its prompt, fits the terminal's 40 rows at 80 and 120 columns, with the terms
 // of its options glossed before the prompt, and a term glossed once (in a later question or walk only the
-// t key shows it); a key acts without Enter; the terminal's mode is restored on every way out.
+// t key shows it); a key acts without Enter, and a key typed before the walk reads it is echoed once, at
+// the prompt that reads it; the terminal's mode is restored exactly on every way out.
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -340,7 +341,8 @@ TEST_CASE("a key typed while a lab runs, or just as its prompt appears, is echoe
   check_mode_as_before(t);
 }
 
-TEST_CASE("the terminal's mode is as before the walk after its end, q, end of input, Ctrl-C and SIGTERM") {
+TEST_CASE(
+    "the terminal's mode is as before the walk after its end, q, end of input, Ctrl-C, SIGTERM and SIGHUP") {
   const std::vector<std::string> walk = {kRunner, "quiz",    "--file-order", "--only",
                                          "2",     "--quick", "--device",     "cpu"};
   SUBCASE("the walk's end") {
@@ -389,6 +391,16 @@ TEST_CASE("the terminal's mode is as before the walk after its end, q, end of in
     t.signal_foreground(SIGTERM);
     REQUIRE(t.expect("Stopped (terminated)."));
     CHECK(t.wait_exit() == 128 + SIGTERM);
+    check_mode_as_before(t);
+  }
+  SUBCASE("SIGHUP at the prompt") {
+    StateDir state;
+    Terminal t(walk, 80, 40, state.env());
+    REQUIRE(t.expect(kPrompt, kLabSeconds));
+    REQUIRE(t.awaits_key());
+    t.signal_foreground(SIGHUP);
+    REQUIRE(t.expect("Stopped (hang-up)."));
+    CHECK(t.wait_exit() == 128 + SIGHUP);
     check_mode_as_before(t);
   }
 }
