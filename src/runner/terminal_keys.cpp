@@ -31,8 +31,11 @@ bool in_foreground() {
   return ::tcgetpgrp(kTerminal) == ::getpgrp();
 }
 
-// The mode the walk wants now; async-signal-safe.
+// The mode the walk wants now, when it is in the foreground; async-signal-safe. In the background the
+// terminal is left alone (changing it would stop the walk with SIGTTOU): a read there stops the walk with
+// SIGTTIN, and SIGCONT sets the mode once it is brought back.
 void set_walk_mode() {
+  if (!in_foreground()) return;
   g_set = 1;  // before the change: a signal in between restores the terminal
   ::tcsetattr(kTerminal, TCSANOW, g_waiting ? &g_raw : &g_quiet);
 }
@@ -90,13 +93,13 @@ void on_key_wait_stop(int signo) {
   ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
   ::raise(signo);  // stops here until SIGCONT (an orphaned process group does not stop: it goes on at once)
   ::sigaction(signo, &g_stop_action, nullptr);
-  if (g_active && in_foreground()) set_walk_mode();
+  if (g_active) set_walk_mode();
   errno = saved_errno;
 }
 
 // SIGCONT: the walk's mode again when it is in the foreground (in the background, a read stops the walk
-// with SIGTTOU or SIGTTIN until fg, and this runs again then), and the prompt again under the shell's lines
-// while a read waits. The read goes on (SA_RESTART), and so does any write the stop came in.
+// with SIGTTIN until fg, and this runs again then), and the prompt again under the shell's lines while a
+// read waits. The read goes on (SA_RESTART), and so does any write the stop came in.
 void on_key_wait_continue(int) {
   const int saved_errno = errno;
   if (g_active && in_foreground()) {
@@ -147,7 +150,7 @@ class RawMode {
     const ModeSignalsHeld held;
     if (!g_active) return;
     g_waiting = 1;
-    set_walk_mode();  // in the background, this stops the walk (SIGTTOU) until fg
+    set_walk_mode();
   }
   ~RawMode() {
     const ModeSignalsHeld held;
@@ -262,7 +265,7 @@ KeyTerminal::KeyTerminal(std::ostream& screen)
   g_raw.c_cc[VTIME] = 0;
   g_waiting = 0;
   g_active = 1;
-  if (in_foreground()) set_walk_mode();  // in the background: when brought to the foreground (SIGCONT)
+  set_walk_mode();
 }
 
 KeyTerminal::~KeyTerminal() {

@@ -19,7 +19,8 @@
 //     walk stops, and SIGCONT sets the walk's mode again (and shows the prompt again while a key is
 //     awaited) once the walk, back in the foreground, goes on.
 // Only the foreground process group changes the mode: a walk started or put in the background leaves the
-// terminal alone until it is brought back (a read there stops it, as job control does).
+// terminal alone until it is brought back (fg sends SIGCONT); a read there stops it (SIGTTIN), as job
+// control does.
 #pragma once
 
 #include <istream>
