@@ -251,8 +251,8 @@ KeyTerminal::KeyTerminal(std::ostream& screen)
   resume.sa_mask = mode_signals();
   resume.sa_flags = SA_RESTART;
   ::sigaction(SIGCONT, &resume, &buffers_->old_continue);
-  static const bool at_exit = std::atexit([] { restore_terminal_mode(); }) == 0;  // std::exit: restored
-  (void)at_exit;
+  // std::exit (no destructor runs): restored too. Registered once, whatever number of KeyTerminals.
+  [[maybe_unused]] static const bool at_exit = std::atexit([] { restore_terminal_mode(); }) == 0;
   g_old_terminate = std::set_terminate(on_terminate);
 
   const ModeSignalsHeld held;
