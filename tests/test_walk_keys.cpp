@@ -1,18 +1,24 @@
 // The walk at a terminal as a person meets it, on a pseudo-terminal of a given size: each question's
 // screen, from its banner to its prompt, fits the terminal's 40 rows at 80 and 120 columns, with the terms
 // of its options glossed before the prompt, and a term glossed once (in a later question or walk only the
-// t key shows it); a key acts without Enter; the terminal's mode is restored on every way out.
+// t key shows it); a key acts without Enter, and a key typed before the walk reads it is echoed once, at
+// the prompt that reads it; the terminal's mode is restored exactly on every way out.
 #include <doctest/doctest.h>
 
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <termios.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "amp_lab_paths.h"
@@ -235,6 +241,193 @@ TEST_CASE("a key is awaited in raw mode, and the terminal is back in line mode a
   REQUIRE(t.expect("Stopped (interrupted)."));
   REQUIRE(t.expect("[job ended; terminal in line mode]"));
   CHECK(t.wait_exit() == 128 + SIGINT);
+}
+
+// A folder of labs for AMP_LAB_LAB_DIR in which lab 02 waits, once started, until release() (at most 5
+// minutes): the walk is then running a lab, not reading a key, for as long as the test needs. Lab 03 runs
+// at once.
+struct HeldLab : test_support::TempFolder {
+  HeldLab() : TempFolder("walk_keys_lab") {
+    const std::string real = AMP_LAB_BINARY_DIR "/bin/";
+    std::ofstream(file("lab02_loss_scaling"))
+        << "#!/bin/sh\n: > '" << file("started") << "'\n"
+        << "i=0; while [ ! -e '" << file("go") << "' ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i+1)); done\n"
+        << "exec '" << real << "lab02_loss_scaling' \"$@\"\n";
+    fs::permissions(file("lab02_loss_scaling"), fs::perms::owner_all);
+    fs::create_symlink(real + "lab03_number_formats", file("lab03_number_formats"));
+  }
+  // The walk's environment: these labs, and no report cache (a cached report would not run the lab).
+  std::vector<std::string> env(const StateDir& state) const {
+    std::vector<std::string> e = state.env();
+    e.push_back("AMP_LAB_LAB_DIR=" + path.string());
+    e.push_back("AMP_LAB_REPORT_CACHE=");
+    return e;
+  }
+  // Reads the terminal until lab 02 has started.
+  bool started(Terminal& t) const {
+    for (int k = 0; k < 1200 && !fs::exists(file("started")); ++k) t.expect_any({}, 0.1);
+    return fs::exists(file("started"));
+  }
+  void release() const { std::ofstream(file("go")) << "go\n"; }
+};
+
+// What the terminal printed in the next `seconds` (the keys' echo by the terminal itself, when the walk
+// prints nothing meanwhile).
+std::string printed_within(Terminal& t, double seconds) {
+  const size_t from = t.screen().size();
+  t.expect_any({}, seconds);
+  return t.screen().substr(from);
+}
+
+// Whether the terminal's echo goes off within `seconds`.
+bool echo_off_within(Terminal& t, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (t.mode().c_lflag & ECHO)
+    if (std::chrono::steady_clock::now() > end || t.expect_any({}, 0.05) != -1) return false;
+  return true;
+}
+
+// The line the last match ended on, whole: the prompt and the reply the walk echoed after it.
+std::string line_at(const Terminal& t, size_t at) {
+  const size_t begin = t.screen().rfind('\n', at == 0 ? 0 : at - 1);
+  const size_t end = t.screen().find('\n', at);
+  const size_t from = begin == std::string::npos ? 0 : begin + 1;
+  return t.screen().substr(from, end == std::string::npos ? std::string::npos : end - from);
+}
+
+// The terminal's mode as the pty began (a shell's line mode): the same flags, the same control keys.
+void check_mode_as_before(const Terminal& t) {
+  const termios now = t.mode(), before = t.first_mode();
+  CHECK((now.c_lflag & ECHO) != 0);
+  CHECK((now.c_lflag & ICANON) != 0);
+  CHECK(now.c_lflag == before.c_lflag);
+  CHECK(now.c_iflag == before.c_iflag);
+  CHECK(now.c_oflag == before.c_oflag);
+  CHECK(std::equal(std::begin(now.c_cc), std::end(now.c_cc), std::begin(before.c_cc)));
+}
+
+TEST_CASE("a key typed while a lab runs, or just as its prompt appears, is echoed once, at that prompt") {
+  StateDir state;
+  HeldLab labs;
+  Terminal t({kRunner, "quiz", "--file-order", "--only", "2,3", "--quick", "--device", "cpu"}, 80, 40,
+             labs.env(state));
+  REQUIRE(labs.started(t));
+  // Typed while lab 02 runs: the terminal does not echo it (the walk prints nothing else but its running
+  // line meanwhile, which has no capital letter); a capital, so that no other text on the line matches.
+  t.type("B");
+  const std::string meanwhile = printed_within(t, 1.0);
+  CAPTURE(meanwhile);
+  CHECK(meanwhile.find('B') == std::string::npos);
+  labs.release();
+  REQUIRE(t.expect(kPrompt, kLabSeconds));
+  REQUIRE(t.expect("]: "));
+  // The walk reads it at the prompt and echoes it there, once; the answer is taken (no second prompt).
+  REQUIRE(t.expect(kPauseEnd));
+  const std::string prompt_line = line_at(t, t.screen().rfind(kPrompt, t.position()));
+  CHECK(prompt_line.substr(prompt_line.rfind("]: ")) == "]: B");
+  const size_t answered = t.screen().rfind(kPrompt, t.position());
+  CHECK(t.screen().find(kPrompt, answered + 1) == std::string::npos);
+  CHECK(t.screen().find("Please answer", answered) == std::string::npos);
+  // Typed as soon as the next prompt shows, perhaps before the walk's read: echoed once all the same.
+  t.type("\r");
+  REQUIRE(t.expect(kPrompt, kLabSeconds));
+  REQUIRE(t.expect("]: "));
+  t.type("C");
+  REQUIRE(t.expect(kPauseEnd));
+  const std::string second_line = line_at(t, t.screen().rfind(kPrompt, t.position()));
+  CHECK(second_line.substr(second_line.rfind("]: ")) == "]: C");
+  t.type("q");
+  CHECK(t.wait_exit() == 0);
+  check_mode_as_before(t);
+}
+
+TEST_CASE(
+    "the terminal's mode is as before the walk after its end, q, end of input, Ctrl-C, SIGTERM and SIGHUP") {
+  const std::vector<std::string> walk = {kRunner, "quiz",    "--file-order", "--only",
+                                         "2",     "--quick", "--device",     "cpu"};
+  SUBCASE("the walk's end") {
+    StateDir state;
+    Terminal t(walk, 80, 40, state.env());
+    REQUIRE(t.expect(kPrompt, kLabSeconds));
+    t.type("a");
+    REQUIRE(t.expect(kPauseEnd));
+    t.type("\r");
+    REQUIRE(t.expect("Score: "));
+    CHECK(t.wait_exit() == 0);
+    check_mode_as_before(t);
+  }
+  SUBCASE("q at the prompt") {
+    StateDir state;
+    Terminal t(walk, 80, 40, state.env());
+    REQUIRE(t.expect(kPrompt, kLabSeconds));
+    t.type("q");
+    REQUIRE(t.expect("Stopped (quit)."));
+    CHECK(t.wait_exit() == 0);
+    check_mode_as_before(t);
+  }
+  SUBCASE("end of input (Ctrl-D) at the prompt") {
+    StateDir state;
+    Terminal t(walk, 80, 40, state.env());
+    REQUIRE(t.expect(kPrompt, kLabSeconds));
+    t.type("\x04");
+    CHECK(t.wait_exit() >= 0);
+    check_mode_as_before(t);
+  }
+  SUBCASE("Ctrl-C at the prompt") {
+    StateDir state;
+    Terminal t(walk, 80, 40, state.env());
+    REQUIRE(t.expect(kPrompt, kLabSeconds));
+    REQUIRE(t.awaits_key());
+    t.type("\x03");
+    REQUIRE(t.expect("Stopped (interrupted)."));
+    CHECK(t.wait_exit() == 128 + SIGINT);
+    check_mode_as_before(t);
+  }
+  SUBCASE("SIGTERM while a lab runs (no key awaited)") {
+    StateDir state;
+    HeldLab labs;
+    Terminal t(walk, 80, 40, labs.env(state));
+    REQUIRE(labs.started(t));
+    t.signal_foreground(SIGTERM);
+    REQUIRE(t.expect("Stopped (terminated)."));
+    CHECK(t.wait_exit() == 128 + SIGTERM);
+    check_mode_as_before(t);
+  }
+  SUBCASE("SIGHUP at the prompt") {
+    StateDir state;
+    Terminal t(walk, 80, 40, state.env());
+    REQUIRE(t.expect(kPrompt, kLabSeconds));
+    REQUIRE(t.awaits_key());
+    t.signal_foreground(SIGHUP);
+    REQUIRE(t.expect("Stopped (hang-up)."));
+    CHECK(t.wait_exit() == 128 + SIGHUP);
+    check_mode_as_before(t);
+  }
+}
+
+TEST_CASE("Ctrl-Z while a lab runs gives the shell its line mode, and after fg a key typed ahead is taken") {
+  StateDir state;
+  HeldLab labs;
+  Terminal t({kRunner, "quiz", "--file-order", "--only", "2", "--quick", "--device", "cpu"}, 80, 40,
+             labs.env(state), /*as_job=*/true);
+  REQUIRE(labs.started(t));
+  t.type("\x1a");
+  REQUIRE(t.expect("[job stopped; terminal in line mode]"));
+  t.signal_foreground(SIGCONT);
+  REQUIRE(echo_off_within(t, 10));  // fg: the walk's mode again (before that, the shell's echo is right)
+  t.type("B");
+  const std::string meanwhile = printed_within(t, 1.0);
+  CAPTURE(meanwhile);
+  CHECK(meanwhile.find('B') == std::string::npos);
+  labs.release();
+  REQUIRE(t.expect(kPrompt, kLabSeconds));
+  REQUIRE(t.expect(kPauseEnd));
+  const std::string prompt_line = line_at(t, t.screen().rfind(kPrompt, t.position()));
+  CHECK(prompt_line.substr(prompt_line.rfind("]: ")) == "]: B");
+  t.type("q");
+  REQUIRE(t.expect("[job ended; terminal in line mode]"));
+  CHECK(t.wait_exit() == 0);
+  check_mode_as_before(t);
 }
 
 }  // namespace test_walk_keys

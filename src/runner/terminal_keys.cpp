@@ -7,25 +7,82 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <exception>
 
 namespace runner {
 namespace terminal_keys {  // named: KeyTerminal::Buffers holds these (an unnamed one would give it internal
                            // types)
 
-// What the signal handlers need, set before a read puts the terminal in raw mode.
-termios g_cooked{};                        // the terminal's mode before the read
-termios g_raw{};                           // the mode while a key is awaited
+// What the signal handlers need: the modes (terminal_keys.h says which holds when), set when a KeyTerminal
+// begins.
+termios g_original{};                      // the terminal's mode when the KeyTerminal began
+termios g_quiet{};                         // between reads: g_original without echo
+termios g_raw{};                           // while a key is awaited
+volatile std::sig_atomic_t g_active = 0;   // a KeyTerminal lives and has the terminal's mode to restore
+volatile std::sig_atomic_t g_set = 0;      // the terminal is (or is being put) in g_quiet or g_raw
 volatile std::sig_atomic_t g_waiting = 0;  // a read waits for a key (in raw mode unless stopped)
 const char* volatile g_prompt = nullptr;   // the line a read waits at, shown again after fg
 volatile size_t g_prompt_size = 0;
 constexpr int kTerminal = STDIN_FILENO;  // the keys' terminal
 struct sigaction g_stop_action{};        // on_key_wait_stop(), installed while a KeyTerminal lives
 
+bool in_foreground() {
+  return ::tcgetpgrp(kTerminal) == ::getpgrp();
+}
+
+// The mode the walk wants now, when it is in the foreground; async-signal-safe. In the background the
+// terminal is left alone (changing it would stop the walk with SIGTTOU): a read there stops the walk with
+// SIGTTIN, and SIGCONT sets the mode once it is brought back.
+void set_walk_mode() {
+  if (!in_foreground()) return;
+  g_set = 1;  // before the change: a signal in between restores the terminal
+  ::tcsetattr(kTerminal, TCSANOW, g_waiting ? &g_raw : &g_quiet);
+}
+
+// The terminal's mode as it was, when the walk changed it; async-signal-safe. SIGTTOU is blocked meanwhile,
+// so that a walk that changed the mode and went to the background in the same instant still restores it
+// rather than stopping.
+void set_original_mode() {
+  if (!g_set) return;
+  g_set = 0;
+  sigset_t ttou, old;
+  sigemptyset(&ttou);
+  sigaddset(&ttou, SIGTTOU);
+  ::sigprocmask(SIG_BLOCK, &ttou, &old);
+  ::tcsetattr(kTerminal, TCSANOW, &g_original);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+// The signals whose handlers change the terminal's mode, held back while the walk changes it outside a
+// handler (and while one of its own handlers runs): a signal in the middle would restore the original mode
+// and then see it overwritten.
+sigset_t mode_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (const int signo : {SIGINT, SIGTERM, SIGHUP, SIGTSTP, SIGCONT}) sigaddset(&set, signo);
+  return set;
+}
+
+class ModeSignalsHeld {
+ public:
+  ModeSignalsHeld() {
+    const sigset_t held = mode_signals();
+    ::sigprocmask(SIG_BLOCK, &held, &old_);
+  }
+  ~ModeSignalsHeld() { ::sigprocmask(SIG_SETMASK, &old_, nullptr); }
+  ModeSignalsHeld(const ModeSignalsHeld&) = delete;
+  ModeSignalsHeld& operator=(const ModeSignalsHeld&) = delete;
+
+ private:
+  sigset_t old_;
+};
+
 // Ctrl-Z (SIGTSTP): the terminal as it was, then stop as the signal would by default; after fg (or bg),
-// this handler again.
+// this handler again, and the walk's mode again when in the foreground.
 void on_key_wait_stop(int signo) {
   const int saved_errno = errno;
-  if (g_waiting) ::tcsetattr(kTerminal, TCSANOW, &g_cooked);
+  if (g_active) set_original_mode();
   struct sigaction stop{};
   stop.sa_handler = SIG_DFL;
   sigemptyset(&stop.sa_mask);
@@ -36,18 +93,18 @@ void on_key_wait_stop(int signo) {
   ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
   ::raise(signo);  // stops here until SIGCONT (an orphaned process group does not stop: it goes on at once)
   ::sigaction(signo, &g_stop_action, nullptr);
-  if (g_waiting && ::tcgetpgrp(kTerminal) == ::getpgrp()) ::tcsetattr(kTerminal, TCSANOW, &g_raw);
+  if (g_active) set_walk_mode();
   errno = saved_errno;
 }
 
-// SIGCONT: raw mode again while a read still waits and the walk is in the foreground (in the background,
-// the read stops the walk with SIGTTIN until fg, and this runs again then), and the prompt again under the
-// shell's lines. The read goes on (SA_RESTART), and so does any write the stop came in.
+// SIGCONT: the walk's mode again when it is in the foreground (in the background, a read stops the walk
+// with SIGTTIN until fg, and this runs again then), and the prompt again under the shell's lines while a
+// read waits. The read goes on (SA_RESTART), and so does any write the stop came in.
 void on_key_wait_continue(int) {
   const int saved_errno = errno;
-  if (g_waiting && ::tcgetpgrp(kTerminal) == ::getpgrp()) {
-    ::tcsetattr(kTerminal, TCSANOW, &g_raw);
-    if (const char* prompt = g_prompt) {
+  if (g_active && in_foreground()) {
+    set_walk_mode();
+    if (const char* prompt = g_prompt; prompt && g_waiting) {
       [[maybe_unused]] const ssize_t n = ::write(STDOUT_FILENO, prompt, g_prompt_size);
     }
   }
@@ -85,28 +142,23 @@ class LineMemory : public std::streambuf {
   std::string line_;
 };
 
-// Raw mode for the span of one read; the terminal as it was at its end, however it ends.
+// Raw mode for the span of one read; the mode between reads at its end, however it ends. Nothing when the
+// KeyTerminal could not read the terminal's mode, or a signal restored it for good.
 class RawMode {
  public:
   RawMode() {
-    if (::tcgetattr(kTerminal, &g_cooked) != 0) return;
-    g_raw = g_cooked;
-    g_raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO | ECHONL | IEXTEN);  // ISIG kept: Ctrl-C, Ctrl-Z
-    g_raw.c_cc[VMIN] = 1;
-    g_raw.c_cc[VTIME] = 0;
-    g_waiting = 1;  // before the change: a signal in between restores the terminal as it is now
-    set_ = ::tcsetattr(kTerminal, TCSANOW, &g_raw) == 0;
+    const ModeSignalsHeld held;
+    if (!g_active) return;
+    g_waiting = 1;
+    set_walk_mode();
   }
   ~RawMode() {
-    if (!g_waiting) return;  // a signal restored the terminal already (and stdin may be /dev/null now)
+    const ModeSignalsHeld held;
     g_waiting = 0;
-    if (set_) ::tcsetattr(kTerminal, TCSANOW, &g_cooked);
+    if (g_active) set_walk_mode();
   }
   RawMode(const RawMode&) = delete;
   RawMode& operator=(const RawMode&) = delete;
-
- private:
-  bool set_ = false;
 };
 
 // stdin a reply at a time (KeyTerminal::in()).
@@ -174,29 +226,63 @@ struct KeyTerminal::Buffers {
   struct sigaction old_stop{}, old_continue{};
 };
 
+namespace terminal_keys {
+
+std::terminate_handler g_old_terminate = nullptr;  // called after on_terminate() restored the mode
+
+// std::terminate (an exception no one catches) aborts without unwinding: the terminal as it was first.
+[[noreturn]] void on_terminate() {
+  restore_terminal_mode();
+  if (g_old_terminate) g_old_terminate();
+  std::abort();
+}
+
+}  // namespace terminal_keys
+
 KeyTerminal::KeyTerminal(std::ostream& screen)
     : buffers_(std::make_unique<Buffers>(screen)), in_(&buffers_->keys), out_(&buffers_->memory) {
-  terminal_keys::g_stop_action.sa_handler = terminal_keys::on_key_wait_stop;
-  sigemptyset(&terminal_keys::g_stop_action.sa_mask);
-  terminal_keys::g_stop_action.sa_flags = SA_RESTART;  // a read or write the stop came in goes on after fg
-  ::sigaction(SIGTSTP, &terminal_keys::g_stop_action, &buffers_->old_stop);
+  using namespace terminal_keys;
+  g_stop_action.sa_handler = on_key_wait_stop;
+  g_stop_action.sa_mask = mode_signals();
+  g_stop_action.sa_flags = SA_RESTART;  // a read or write the stop came in goes on after fg
+  ::sigaction(SIGTSTP, &g_stop_action, &buffers_->old_stop);
   struct sigaction resume{};
-  resume.sa_handler = terminal_keys::on_key_wait_continue;
-  sigemptyset(&resume.sa_mask);
+  resume.sa_handler = on_key_wait_continue;
+  resume.sa_mask = mode_signals();
   resume.sa_flags = SA_RESTART;
   ::sigaction(SIGCONT, &resume, &buffers_->old_continue);
+  // std::exit (no destructor runs): restored too. Registered once, whatever number of KeyTerminals.
+  [[maybe_unused]] static const bool at_exit = std::atexit([] { restore_terminal_mode(); }) == 0;
+  g_old_terminate = std::set_terminate(on_terminate);
+
+  const ModeSignalsHeld held;
+  if (::tcgetattr(kTerminal, &g_original) != 0) return;  // keys are read with the mode as it is
+  g_quiet = g_original;
+  g_quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO | ECHONL);
+  g_raw = g_quiet;
+  g_raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | IEXTEN);  // ISIG kept: Ctrl-C, Ctrl-Z
+  g_raw.c_cc[VMIN] = 1;
+  g_raw.c_cc[VTIME] = 0;
+  g_waiting = 0;
+  g_active = 1;
+  set_walk_mode();
 }
 
 KeyTerminal::~KeyTerminal() {
   out_.flush();
+  restore_terminal_mode();
+  std::set_terminate(terminal_keys::g_old_terminate);
   ::sigaction(SIGTSTP, &buffers_->old_stop, nullptr);
   ::sigaction(SIGCONT, &buffers_->old_continue, nullptr);
 }
 
 void restore_terminal_mode() noexcept {
-  if (!terminal_keys::g_waiting) return;
-  terminal_keys::g_waiting = 0;
-  ::tcsetattr(terminal_keys::kTerminal, TCSANOW, &terminal_keys::g_cooked);
+  using namespace terminal_keys;
+  const ModeSignalsHeld held;  // sigprocmask: async-signal-safe
+  if (!g_active) return;
+  g_active = 0;
+  g_waiting = 0;
+  set_original_mode();
 }
 
 }  // namespace runner

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
+#include <utmp.h>
 
 #include <chrono>
 #include <cstdio>
@@ -65,9 +66,14 @@ Terminal::Terminal(const std::vector<std::string>& argv, unsigned columns, unsig
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  pid_ = forkpty(&fd_, nullptr, nullptr, &size);
-  if (pid_ < 0) throw std::runtime_error("forkpty failed");
+  int user_side = -1;  // as forkpty(), with the terminal's first mode read before the program can change it
+  if (::openpty(&fd_, &user_side, nullptr, nullptr, &size) != 0) throw std::runtime_error("openpty failed");
+  if (::tcgetattr(user_side, &first_mode_) != 0) throw std::runtime_error("tcgetattr on the pty failed");
+  pid_ = ::fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    ::close(fd_);
+    if (::login_tty(user_side) != 0) ::_exit(127);
     ::setenv("NO_COLOR", "1", 1);
     ::unsetenv("COLUMNS");  // the terminal's size, not the test's environment, lays the output out
     ::unsetenv("LINES");
@@ -76,6 +82,7 @@ Terminal::Terminal(const std::vector<std::string>& argv, unsigned columns, unsig
     ::execv(args[0], args.data());
     ::_exit(127);
   }
+  ::close(user_side);
 }
 
 Terminal::~Terminal() {
@@ -125,9 +132,15 @@ bool Terminal::line_mode() const {
   return std::string(mode_name(fd_)) == "line mode";  // Linux: the master reports the terminal's mode
 }
 
+termios Terminal::mode() const {
+  termios t{};
+  if (::tcgetattr(fd_, &t) != 0) throw std::runtime_error("tcgetattr on the pty failed");
+  return t;
+}
+
 bool Terminal::awaits_key() const {
   for (int k = 0; k < 200; ++k) {
-    if (!line_mode()) return true;
+    if (!(mode().c_lflag & ICANON)) return true;
     ::usleep(10000);
   }
   return false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <termios.h>
 
 #include <string>
 #include <vector>
@@ -33,8 +34,12 @@ class Terminal {
   // The terminal's mode now: false when the program set it non-canonical (keys without Enter) or without
   // echo.
   bool line_mode() const;
-  // Whether the program sets the terminal to read a key (line_mode() false) within 2 s: the prompt is printed
-  // just before the read sets it. Keys typed before that are echoed twice, by the terminal and by the walk.
+  // The terminal's whole mode now (Linux: the master reports the terminal's), and as the pty began, before
+  // the program ran.
+  termios mode() const;
+  const termios& first_mode() const { return first_mode_; }
+  // Whether the program sets the terminal to read a key (non-canonical) within 2 s: the prompt is printed
+  // just before the read sets it.
   bool awaits_key() const;
   // Sends `signo` to the terminal's foreground process group (the program, or the job).
   void signal_foreground(int signo);
@@ -53,6 +58,7 @@ class Terminal {
   int status_ = 0;
   std::string screen_;
   size_t from_ = 0;
+  termios first_mode_{};
 };
 
 // The lines of `text` ("\n"-separated; a last line without "\n" counts).
