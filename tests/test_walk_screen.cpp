@@ -259,7 +259,7 @@ TEST_CASE("a resize at the answer prompt or between pages takes effect at once, 
     CAPTURE(line);  // the answer screen and the pause line: at the new width (a single long word aside)
     CHECK((glyphs(line) <= narrow || line.find(' ', line.find_first_not_of(' ')) == std::string::npos));
   }
-  REQUIRE(t.awaits_key());  // typed earlier, a key would be echoed twice, a row more
+  REQUIRE(t.awaits_key());  // the pause line reads its key: typed now, it answers this pause
   t.type("c\n");            // the checks: many screens at 34x14
   from = t.position();
   REQUIRE(t.expect("back -- "));  // the more line's end, wrapped
