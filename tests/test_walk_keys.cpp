@@ -373,6 +373,18 @@ TEST_CASE(
     CHECK(t.wait_exit() >= 0);
     check_mode_as_before(t);
   }
+  SUBCASE("end of input (Ctrl-D) typed while a lab runs, taken at the prompt") {
+    StateDir state;
+    HeldLab labs;
+    Terminal t(walk, 80, 40, labs.env(state));
+    REQUIRE(labs.started(t));
+    REQUIRE(echo_off_within(t, 10));  // line mode without echo: the line discipline keeps Ctrl-D as a NUL
+    t.type("\x04");
+    labs.release();
+    REQUIRE(t.expect("Stopped (end of input).", kLabSeconds));
+    CHECK(t.wait_exit() == 0);
+    check_mode_as_before(t);
+  }
   SUBCASE("Ctrl-C at the prompt") {
     StateDir state;
     Terminal t(walk, 80, 40, state.env());

@@ -5,6 +5,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -205,6 +206,9 @@ class KeyInput : public std::streambuf {
     const ssize_t n = ::read(kTerminal, buffer, sizeof buffer);  // EINTR: a signal ends the walk
     g_prompt = nullptr;
     if (n <= 0) return false;
+    // Ctrl-D typed between reads, in line mode, is kept by the line discipline as a NUL byte marking the
+    // line's end, and a raw read hands that byte over: it is end of input, as Ctrl-D is at a prompt.
+    std::replace(buffer, buffer + n, '\0', '\x04');
     pending_.append(buffer, static_cast<size_t>(n));
     return true;
   }
