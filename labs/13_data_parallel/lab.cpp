@@ -560,7 +560,10 @@ void report_checks(const Result& m, const Outcomes& o, const Apart& a, lab::Repo
       "ranks decide differently and the weights drift from ddp's",
       local.as_designed && local.disagree > 0 && o.local.drift > 0,
       fmt::format("each rank's skips {} its shard's infs; {} disagreements; drift {}",
-                  local.as_designed ? "match" : "do not match", local.disagree, lab::sci(o.local.drift)));
+                  local.as_designed ? "match" : "do not match", local.disagree, lab::sci(o.local.drift)),
+      // Which mistake: ranks that agree and step no inf share a verdict; an inf stepped is a step outside
+      // the scaler (after it, the weights' bits are NaN's, and whether they "change" is the machine's).
+      {{"disagree_steps", local.disagree}, {"moved_on_inf", local.moved_on_inf}});
   const int64_t after = a.parted_at < 0 ? 0 : m.steps - a.parted_at;
   r.check("scales-part-then-overflow",
           fmt::format(
