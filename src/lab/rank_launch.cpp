@@ -3,6 +3,7 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <csignal>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -163,6 +164,9 @@ void spawn_and_collect(const Context& ctx, const RanksOptions& o, RanksRun& run)
 }  // namespace
 
 RanksRun run_ranks(const Context& ctx, const RanksOptions& options, const RankFn& fn) {
+  // A write to a peer that died (Gloo's and the store's sockets) is then an error this rank names the dead
+  // peer by, not a SIGPIPE that ends it silently, to be blamed in turn by the ranks still running.
+  ::signal(SIGPIPE, SIG_IGN);
   RanksRun run;
   run.timeout = rank_timeout();  // every value checked before any rank runs
   const std::optional<JobEnv> job = job_env(options.max_world);
